@@ -1,0 +1,53 @@
+// Topology generators for tests, benchmarks and demos (ALGORITHMS.md section 4), in the spirit of
+// ONOS's providers/null simulators. Deterministic for a given seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/topology.h"
+
+namespace inac::core {
+
+// Which switches get INA capabilities.
+struct InaPlacement {
+  enum class Kind { kTor, kAll, kNone, kRandom };
+  Kind kind = Kind::kTor;
+  // For kRandom: exactly round(fraction * number of switches) switches, chosen uniformly with the
+  // generator's seed.
+  double fraction = 0;
+};
+
+// Parses "tor", "all", "none" or "random:FRACTION" (0 <= FRACTION <= 1).
+absl::StatusOr<InaPlacement> ParseInaPlacement(const std::string& text);
+
+struct GeneratorOptions {
+  InaPlacement ina;
+  uint64_t seed = 1;
+  double link_gbps = 100;
+  // Processing capacity of INA switches: uniform in [lo, hi] (lo == hi for a constant).
+  double processing_gbps_lo = 400;
+  double processing_gbps_hi = 400;
+  int64_t aggregators = 20000;
+  // When > 0, every switch gets a P4Runtime endpoint 127.0.0.1:(base + position) and device id
+  // position + 1.
+  int p4runtime_base_port = 0;
+};
+
+// Parses "G" or "lo:hi" into the processing range of `options`.
+absl::Status ParseProcessingRange(const std::string& text, GeneratorOptions* options);
+
+// Fat-tree of even k >= 2: k²/4 core (c<i>), k²/2 aggregation (a<pod>_<i>), k²/2 edge switches
+// (e<pod>_<i>) and hosts_per_edge hosts per edge switch (h<pod>_<edge>_<i>); hosts_per_edge
+// defaults to k/2, giving k³/4 hosts. "tor" placement makes the edge switches INA-capable.
+// InvalidArgument for odd or non-positive k, or k > 128.
+absl::StatusOr<Topology> GenerateFatTree(int k, const GeneratorOptions& options,
+                                         int hosts_per_edge = -1);
+
+// Leaf-spine: `spines` spines (sp<i>), `leaves` leaves (lf<i>) each linked to every spine, and
+// hosts_per_leaf hosts per leaf (h<leaf>_<i>). "tor" makes the leaves INA-capable.
+absl::StatusOr<Topology> GenerateLeafSpine(int leaves, int spines, int hosts_per_leaf,
+                                           const GeneratorOptions& options);
+
+}  // namespace inac::core

@@ -1,0 +1,64 @@
+// JSON codecs for the domain types: the one file of core that sees nlohmann-json. Shared by
+// storage (JSON columns), server (REST bodies) and the CLI (files). Field names are snake_case;
+// the formats are documented in docs/formats.md.
+//
+// Decoders are strict: unknown fields, wrong types and missing required fields are reported as
+// Problems with JSON paths, never thrown. Encoders are total. Decode(Encode(x)) == x for every
+// valid value (round-trip tested).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "core/job.h"
+#include "core/plan.h"
+#include "core/topology.h"
+#include "core/validation.h"
+
+namespace inac::core {
+
+// Insertion-ordered so documents print in their natural order (switches, hosts, links).
+using Json = nlohmann::ordered_json;
+
+// Parses text as JSON; a syntax error becomes one Problem (path empty, message with the offset).
+std::optional<Json> ParseJsonText(std::string_view text, std::vector<Problem>* problems);
+
+// --- Topology ---
+Json TopologyToJson(const Topology& topology);
+// Appends decoding problems; the returned value holds whatever decoded cleanly.
+Topology TopologyFromJson(const Json& json, std::vector<Problem>* problems);
+// Text -> decoded -> validated. nullopt if any problem was found (all appended to `problems`).
+std::optional<Topology> ParseTopology(std::string_view text, std::vector<Problem>* problems);
+
+// --- Jobs ---
+Json JobSpecToJson(const JobSpec& spec);
+// Decodes one job spec; `path` prefixes problem paths. A `model` fills gradient_bytes and
+// compute_ms when they are absent. `allreduce` defaults to "ring" when parameter_servers is empty.
+JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<Problem>* problems);
+// A job file: {"jobs": [JobSpec...]}. Validated against `topology` when non-null.
+std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const Topology* topology,
+                                                   std::vector<Problem>* problems);
+Json JobsFileToJson(const std::vector<JobSpec>& specs);
+
+Json JobToJson(const Job& job);
+absl::StatusOr<Job> JobFromJson(const Json& json);
+
+// --- Plans and intents ---
+Json JobPlanToJson(const JobPlan& plan);
+absl::StatusOr<JobPlan> JobPlanFromJson(const Json& json);
+Json PlanToJson(const Plan& plan);
+absl::StatusOr<Plan> PlanFromJson(const Json& json);
+Json SwitchIntentToJson(const SwitchIntent& intent);
+absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json);
+
+// Enum names as they appear in files.
+std::string_view AllReduceName(AllReduce mode);
+std::string_view LinkStatusName(LinkStatus status);
+std::optional<LinkStatus> ParseLinkStatus(std::string_view name);
+
+}  // namespace inac::core

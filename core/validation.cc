@@ -1,0 +1,292 @@
+#include "core/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace inac::core {
+
+std::string FormatProblem(const Problem& problem) {
+  if (problem.path.empty()) return problem.message;
+  return absl::StrCat(problem.path, ": ", problem.message);
+}
+
+std::string FormatProblems(const std::vector<Problem>& problems) {
+  std::string out;
+  for (const Problem& p : problems) absl::StrAppend(&out, FormatProblem(p), "\n");
+  return out;
+}
+
+namespace {
+
+std::string Quote(const std::string& s) { return absl::StrCat("\"", s, "\""); }
+
+std::string Index(const std::string& prefix, const char* field, size_t i) {
+  return absl::StrCat(prefix, field, "[", i, "]");
+}
+
+// Checks a capacity-like number: positive (or non-negative), finite, at most kMaxGbps.
+void CheckGbps(double v, const std::string& path, bool allow_zero, std::vector<Problem>* out) {
+  if (std::isnan(v) || std::isinf(v)) {
+    out->push_back({path, "must be a finite number"});
+  } else if (v < 0 || (!allow_zero && v == 0)) {
+    out->push_back({path, absl::StrFormat("must be %s, got %g", allow_zero ? "non-negative" : "positive", v)});
+  } else if (v > kMaxGbps) {
+    out->push_back({path, absl::StrFormat("%g Gbps is absurd (limit %g)", v, kMaxGbps)});
+  }
+}
+
+}  // namespace
+
+std::vector<Problem> ValidateTopology(const Topology& t) {
+  std::vector<Problem> out;
+  std::map<std::string, std::string> node_path;  // id -> where it was first declared
+  std::set<uint64_t> device_ids;
+  for (size_t i = 0; i < t.switches.size(); ++i) {
+    const Switch& s = t.switches[i];
+    std::string p = Index("", "switches", i);
+    if (s.id.empty()) {
+      out.push_back({p + ".id", "must not be empty"});
+    } else if (!node_path.emplace(s.id, p).second) {
+      out.push_back({p + ".id", absl::StrCat("duplicate node id ", Quote(s.id), " (first at ",
+                                             node_path[s.id], ")")});
+    }
+    if (s.ina.capable) {
+      CheckGbps(s.ina.processing_gbps, p + ".ina.processing_gbps", false, &out);
+    } else {
+      CheckGbps(s.ina.processing_gbps, p + ".ina.processing_gbps", true, &out);
+    }
+    if (s.ina.aggregators < 0 || s.ina.aggregators > 1'000'000'000) {
+      out.push_back({p + ".ina.aggregators",
+                     absl::StrCat("must be between 0 and 10^9, got ", s.ina.aggregators)});
+    }
+    if (s.ina.aggregator_bytes <= 0 || s.ina.aggregator_bytes % 4 != 0 ||
+        s.ina.aggregator_bytes > 65536) {
+      out.push_back({p + ".ina.aggregator_bytes",
+                     absl::StrCat("must be a positive multiple of 4 up to 65536, got ",
+                                  s.ina.aggregator_bytes)});
+    }
+    if (s.p4runtime) {
+      if (s.p4runtime->address.empty() || s.p4runtime->address.find(':') == std::string::npos) {
+        out.push_back({p + ".p4runtime.address",
+                       absl::StrCat("must be host:port, got ", Quote(s.p4runtime->address))});
+      }
+      if (s.p4runtime->device_id == 0) {
+        out.push_back({p + ".p4runtime.device_id", "must be positive"});
+      } else if (!device_ids.insert(s.p4runtime->device_id).second) {
+        out.push_back({p + ".p4runtime.device_id",
+                       absl::StrCat("duplicate device id ", s.p4runtime->device_id)});
+      }
+    }
+  }
+  std::map<uint32_t, std::string> addresses;
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    const Host& h = t.hosts[i];
+    std::string p = Index("", "hosts", i);
+    if (h.id.empty()) {
+      out.push_back({p + ".id", "must not be empty"});
+    } else if (!node_path.emplace(h.id, p).second) {
+      out.push_back({p + ".id", absl::StrCat("duplicate node id ", Quote(h.id), " (first at ",
+                                             node_path[h.id], ")")});
+    }
+    if (h.ingress_gbps) CheckGbps(*h.ingress_gbps, p + ".ingress_gbps", false, &out);
+    if (h.address) {
+      auto a = ParseIpv4(*h.address);
+      if (!a) {
+        out.push_back({p + ".address", absl::StrCat("not an IPv4 address: ", Quote(*h.address))});
+      } else if (!addresses.emplace(*a, p).second) {
+        out.push_back({p + ".address", absl::StrCat("duplicate address ", *h.address, " (first at ",
+                                                    addresses[*a], ")")});
+      }
+    }
+  }
+
+  std::set<std::string> link_ids;
+  std::map<std::string, int> degree;
+  std::map<std::string, std::set<uint32_t>> explicit_ports;
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const Link& l = t.links[i];
+    std::string p = Index("", "links", i);
+    if (l.id.empty()) {
+      out.push_back({p + ".id", "must not be empty"});
+    } else if (!link_ids.insert(l.id).second) {
+      out.push_back({p + ".id", absl::StrCat("duplicate link id ", Quote(l.id))});
+    }
+    bool a_ok = node_path.count(l.a) > 0;
+    bool b_ok = node_path.count(l.b) > 0;
+    if (!a_ok) out.push_back({p + ".a", absl::StrCat("unknown node ", Quote(l.a))});
+    if (!b_ok) out.push_back({p + ".b", absl::StrCat("unknown node ", Quote(l.b))});
+    if (a_ok && b_ok && l.a == l.b) {
+      out.push_back({p + ".b", absl::StrCat("link connects ", Quote(l.a), " to itself")});
+    }
+    if (a_ok && b_ok && t.FindHost(l.a) && t.FindHost(l.b)) {
+      out.push_back({p, absl::StrCat("links two hosts (", l.a, ", ", l.b,
+                                     "); hosts attach to switches")});
+    }
+    CheckGbps(l.gbps, p + ".gbps", false, &out);
+    if (l.latency_us && (std::isnan(*l.latency_us) || *l.latency_us < 0 || *l.latency_us > 1e7)) {
+      out.push_back({p + ".latency_us", "must be between 0 and 10^7"});
+    }
+    degree[l.a]++;
+    degree[l.b]++;
+    if (l.a_port) {
+      if (*l.a_port == 0 || *l.a_port > 511) out.push_back({p + ".a_port", "must be in 1..511"});
+      if (!t.FindSwitch(l.a)) out.push_back({p + ".a_port", "only switches have ports"});
+      if (!explicit_ports[l.a].insert(*l.a_port).second) {
+        out.push_back({p + ".a_port", absl::StrCat("port ", *l.a_port, " of ", l.a, " used twice")});
+      }
+    }
+    if (l.b_port) {
+      if (*l.b_port == 0 || *l.b_port > 511) out.push_back({p + ".b_port", "must be in 1..511"});
+      if (!t.FindSwitch(l.b)) out.push_back({p + ".b_port", "only switches have ports"});
+      if (!explicit_ports[l.b].insert(*l.b_port).second) {
+        out.push_back({p + ".b_port", absl::StrCat("port ", *l.b_port, " of ", l.b, " used twice")});
+      }
+    }
+  }
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (!t.hosts[i].id.empty() && degree[t.hosts[i].id] == 0) {
+      out.push_back({Index("", "hosts", i), absl::StrCat("host ", Quote(t.hosts[i].id),
+                                                         " has no link")});
+    }
+  }
+  if (!out.empty()) return out;  // connectivity needs a well-formed graph
+
+  if (t.switches.empty() && t.hosts.empty()) {
+    out.push_back({"", "topology has no nodes"});
+    return out;
+  }
+  // Connectivity over all links, whatever their status: a down link is still part of the fabric.
+  Topology all_up = t;
+  for (Link& l : all_up.links) l.status = LinkStatus::kUp;
+  Graph g(all_up);
+  std::vector<bool> seen = g.Reachable(0);
+  std::vector<std::string> unreachable;
+  for (int n = 0; n < g.num_nodes(); ++n) {
+    if (!seen[n]) unreachable.push_back(g.name(n));
+  }
+  if (!unreachable.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unreachable.size() && i < 5; ++i) {
+      absl::StrAppend(&list, i ? ", " : "", unreachable[i]);
+    }
+    if (unreachable.size() > 5) absl::StrAppend(&list, ", ...");
+    out.push_back({"", absl::StrCat("topology is disconnected: ", unreachable.size(),
+                                    " node(s) unreachable from ", g.name(0), " (", list, ")")});
+  }
+  return out;
+}
+
+std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topology,
+                                     const std::string& path) {
+  std::vector<Problem> out;
+  auto at = [&](const std::string& field) { return path.empty() ? field : path + "." + field; };
+  if (spec.name.empty()) out.push_back({at("name"), "must not be empty"});
+  if (spec.name.size() > 256) out.push_back({at("name"), "longer than 256 characters"});
+  if (spec.tenant.empty()) out.push_back({at("tenant"), "must not be empty"});
+  if (spec.priority < -1'000'000 || spec.priority > 1'000'000) {
+    out.push_back({at("priority"), "must be between -10^6 and 10^6"});
+  }
+  if (spec.workers.empty()) out.push_back({at("workers"), "a job needs at least one worker"});
+  if (spec.workers.size() > 100'000) out.push_back({at("workers"), "more than 100000 workers"});
+  std::set<std::string> workers;
+  for (size_t i = 0; i < spec.workers.size(); ++i) {
+    if (!workers.insert(spec.workers[i]).second) {
+      out.push_back({at(Index("", "workers", i)),
+                     absl::StrCat("duplicate worker ", Quote(spec.workers[i]))});
+    }
+  }
+  std::set<std::string> servers;
+  for (size_t i = 0; i < spec.parameter_servers.size(); ++i) {
+    const std::string& ps = spec.parameter_servers[i];
+    std::string p = at(Index("", "parameter_servers", i));
+    if (!servers.insert(ps).second) {
+      out.push_back({p, absl::StrCat("duplicate parameter server ", Quote(ps))});
+    }
+    if (workers.count(ps)) {
+      out.push_back({p, absl::StrCat("host ", Quote(ps),
+                                     " is both a worker and a parameter server of this job")});
+    }
+  }
+  if (spec.parameter_servers.size() > static_cast<size_t>(8)) {
+    out.push_back({at("parameter_servers"), "at most 8 parameter servers per job"});
+  }
+  if (spec.allreduce == AllReduce::kPs && spec.parameter_servers.empty()) {
+    out.push_back({at("parameter_servers"), "allreduce \"ps\" needs at least one parameter server"});
+  }
+  if (spec.allreduce == AllReduce::kRing && !spec.parameter_servers.empty()) {
+    out.push_back({at("parameter_servers"), "allreduce \"ring\" takes no parameter servers"});
+  }
+  if (spec.allreduce == AllReduce::kRing && spec.workers.size() < 2) {
+    out.push_back({at("workers"), "ring all-reduce needs at least two workers"});
+  }
+  if (spec.gradient_bytes <= 0) {
+    out.push_back({at("gradient_bytes"), absl::StrCat("must be positive, got ", spec.gradient_bytes)});
+  } else if (spec.gradient_bytes > (int64_t{1} << 42)) {
+    out.push_back({at("gradient_bytes"), "larger than 4 TiB"});
+  }
+  if (std::isnan(spec.compute_ms) || std::isinf(spec.compute_ms) || spec.compute_ms < 0) {
+    out.push_back({at("compute_ms"), "must be a finite non-negative number"});
+  } else if (spec.compute_ms > 1e8) {
+    out.push_back({at("compute_ms"), "longer than 10^8 ms per iteration"});
+  }
+  if (spec.iterations <= 0) {
+    out.push_back({at("iterations"), absl::StrCat("must be positive, got ", spec.iterations)});
+  } else if (spec.iterations > 1'000'000'000) {
+    out.push_back({at("iterations"), "more than 10^9 iterations"});
+  }
+  if (spec.batch_size <= 0) {
+    out.push_back({at("batch_size"), absl::StrCat("must be positive, got ", spec.batch_size)});
+  }
+  for (size_t i = 0; i < spec.batch_sizes.size(); ++i) {
+    if (spec.batch_sizes[i] <= 0) {
+      out.push_back({at(Index("", "batch_sizes", i)), "must be positive"});
+    }
+  }
+  if (!spec.batch_sizes.empty() && spec.batch_size > 0 &&
+      std::find(spec.batch_sizes.begin(), spec.batch_sizes.end(), spec.batch_size) ==
+          spec.batch_sizes.end()) {
+    out.push_back({at("batch_size"), absl::StrCat("batch_size ", spec.batch_size,
+                                                  " is not one of batch_sizes")});
+  }
+  if (topology == nullptr) return out;
+
+  bool refs_ok = true;
+  auto check_host = [&](const std::string& id, const std::string& p) {
+    if (topology->FindHost(id)) return;
+    refs_ok = false;
+    if (topology->FindSwitch(id)) {
+      out.push_back({p, absl::StrCat(Quote(id), " is a switch, not a host")});
+    } else {
+      out.push_back({p, absl::StrCat("unknown host ", Quote(id))});
+    }
+  };
+  for (size_t i = 0; i < spec.workers.size(); ++i) {
+    check_host(spec.workers[i], at(Index("", "workers", i)));
+  }
+  for (size_t i = 0; i < spec.parameter_servers.size(); ++i) {
+    check_host(spec.parameter_servers[i], at(Index("", "parameter_servers", i)));
+  }
+  if (!refs_ok || spec.workers.empty()) return out;
+  Graph g(*topology);
+  std::vector<bool> seen = g.Reachable(g.index(spec.workers[0]));
+  auto check_reach = [&](const std::string& id, const std::string& p) {
+    if (!seen[g.index(id)]) {
+      out.push_back({p, absl::StrCat("host ", Quote(id), " is not connected to ", spec.workers[0],
+                                     " over links that are up")});
+    }
+  };
+  for (size_t i = 1; i < spec.workers.size(); ++i) {
+    check_reach(spec.workers[i], at(Index("", "workers", i)));
+  }
+  for (size_t i = 0; i < spec.parameter_servers.size(); ++i) {
+    check_reach(spec.parameter_servers[i], at(Index("", "parameter_servers", i)));
+  }
+  return out;
+}
+
+}  // namespace inac::core

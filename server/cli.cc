@@ -1,0 +1,31 @@
+#include "server/cli.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "server/cmd_job.h"
+#include "server/cmd_topo.h"
+
+namespace inac::server {
+
+int Main(int argc, char** argv) {
+  CLI::App app{"inac: SDN controller for in-network aggregation of distributed training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "inac 0.1.0");
+  // Verbs: (one include above and one Add*Command call here per verb)
+  AddTopoCommand(app);
+  AddJobCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    // CLI11's own codes for usage errors are folded into kExitBadInput; RuntimeError carries the
+    // verb's exit code unchanged.
+    if (e.get_name() == "RuntimeError" || code == 0) return code;
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+}  // namespace inac::server
