@@ -46,9 +46,9 @@ TEST(P4InfoTest, ParsesAndHasTheInaObjects) {
                                            "IngressImpl.ina_route", "IngressImpl.ipv4_forward"}));
   std::set<std::string> counters;
   for (const auto& c : info.counters()) counters.insert(c.preamble().name());
-  EXPECT_EQ(counters, (std::set<std::string>{"IngressImpl.job_aggregated",
-                                             "IngressImpl.job_preempted",
-                                             "IngressImpl.job_fallback"}));
+  EXPECT_EQ(counters,
+            (std::set<std::string>{"IngressImpl.job_aggregated", "IngressImpl.job_preempted",
+                                   "IngressImpl.job_fallback"}));
   for (const auto& c : info.counters()) {
     EXPECT_EQ(c.size(), 65536);
     EXPECT_EQ(c.spec().unit(), p4::config::v1::CounterSpec::PACKETS);
@@ -120,8 +120,8 @@ TEST(P4InfoTest, SetJobMatchesTheControlContract) {
   }
   ASSERT_NE(set_job, nullptr);
   std::vector<std::pair<std::string, int>> want = {
-      {"fan_in", 32},   {"input_bitmap", 64}, {"mcast_grp", 16},    {"agg_base", 32},
-      {"agg_count", 32}, {"priority", 32},    {"upstream_addr", 32}};
+      {"fan_in", 32},    {"input_bitmap", 64}, {"mcast_grp", 16},    {"agg_base", 32},
+      {"agg_count", 32}, {"priority", 32},     {"upstream_addr", 32}};
   ASSERT_EQ(set_job->params_size(), static_cast<int>(want.size()));
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(set_job->params(i).name(), want[i].first);
@@ -141,8 +141,8 @@ struct P4Object {
 std::map<uint32_t, P4Object> ScanProgram(const std::string& src) {
   std::map<uint32_t, P4Object> out;
   std::regex id_re(R"(@id\((0x[0-9A-Fa-f]+)\)\s*)");
-  for (auto it = std::sregex_iterator(src.begin(), src.end(), id_re);
-       it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(src.begin(), src.end(), id_re); it != std::sregex_iterator();
+       ++it) {
     uint32_t id = static_cast<uint32_t>(std::stoul((*it)[1].str(), nullptr, 16));
     std::string rest = src.substr(it->position() + it->length(), 2000);
     std::smatch m;
@@ -199,8 +199,8 @@ TEST(P4InfoTest, AgreesWithTheProgram) {
     for (int i = 0; i < t.match_fields_size(); ++i) {
       EXPECT_EQ(it->second.items[i].first, t.match_fields(i).name());
       std::string kind = it->second.match_kinds[i];
-      auto want = kind == "exact" ? p4::config::v1::MatchField::EXACT
-                                  : p4::config::v1::MatchField::LPM;
+      auto want =
+          kind == "exact" ? p4::config::v1::MatchField::EXACT : p4::config::v1::MatchField::LPM;
       EXPECT_EQ(t.match_fields(i).match_type(), want) << t.preamble().name();
     }
     EXPECT_NE(src.find("size = " + std::to_string(t.size()) + ";"), std::string::npos);
