@@ -1,0 +1,61 @@
+// Analytical, flow-level model of chunk-level contention for hashed aggregator memory (ATP and
+// ESA; SwitchML's static pools have none). Used by the simulator; derivation in docs/memory.md.
+//
+// On one switch with A aggregators, job j offers c_j chunks/s (per-worker rate / chunk bytes),
+// each chunk addressed to an aggregator by a uniform hash of (job, sequence number) and held
+// h_j seconds if it gets one. Its demand is d_j = min(c_j h_j, A) aggregators (Little's law; a
+// job cannot hold more than the memory, the excess overflows).
+//   ATP (ATP, NSDI 2021, section 3.3): a chunk whose aggregator is held by another job collides
+//     and all its n_j fragments go to the PS unaggregated:
+//       p_j = 1 - (1 - O_{-j} / A) * d_j / (c_j h_j),   O_{-j} = sum_{i != j} occ_i,
+//       occ_j = c_j h_j (1 - p_j).
+//   ESA (ESA, ICNP 2023, section 3.2): a chunk takes an aggregator held by a lower-priority job
+//     (preemption: the old partial aggregate goes to the old job's PS); it collides only with
+//     occupants of higher or equal priority:
+//       p_j = 1 - (1 - H_j / A) * d_j / (c_j h_j),  H_j = occupancy of the others with
+//                                                    priority >= j's,
+//       q_j = 1 - exp(-h_j * sum_{i: prio_i > prio_j} c_i / A)   (held chunk is preempted),
+//       occ_j = c_j h_j (1 - p_j) (1 - q_j / 2).
+//     A preempted chunk sends its partial sum and, on average, half of its remaining fragments
+//     to the PS, so it counts as half a lost aggregation.
+// Unaggregated fraction psi_j = p_j + (1 - p_j) q_j / 2: per chunk the PS receives
+// (1 - psi_j) + psi_j n_j streams' worth of bytes. At the fixed point sum occ_j <= A.
+// Solved by Gauss-Seidel sweeps in priority order (exact in one sweep when priorities are
+// distinct); deterministic; O(J^2) per sweep.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "scheduler/memory/aggregator_model.h"
+
+namespace inac::scheduler {
+
+// One job's offered load at one switch.
+struct ChunkLoad {
+  double chunks_per_s = 0;  // c_j >= 0
+  double hold_s = 0;        // h_j >= 0
+  int priority = 0;         // esa only
+};
+
+struct ChunkContention {
+  double collision = 0;          // p_j: fraction of chunks that found their aggregator taken
+  double preempted = 0;          // q_j: fraction of placed chunks preempted before completion (esa)
+  double unaggregated = 0;       // psi_j: equivalent fraction of chunks not aggregated in network
+  double occupancy = 0;          // occ_j: mean aggregators held
+  double preemptions_per_s = 0;  // chunks of this job preempted per second
+};
+
+struct SwitchContention {
+  std::vector<ChunkContention> jobs;  // in input order
+  double occupancy = 0;               // sum occ_j (<= capacity)
+};
+
+// Contention of `loads` on a switch of `capacity` aggregators under `policy` (kAtp or kEsa; for
+// kSwitchMl and kNoIna every job is returned uncontended with zero occupancy: static pools are
+// modelled by the allocator, not here). Precondition: capacity >= 0.
+SwitchContention HashedContention(MemoryPolicy policy, int64_t capacity,
+                                  std::span<const ChunkLoad> loads);
+
+}  // namespace inac::scheduler

@@ -1,0 +1,155 @@
+#include "scheduler/memory/memory_planner.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/memory/allocator.h"
+
+namespace inac::scheduler {
+namespace {
+
+// Fewest-hop node path from `from` to `to` over up links (ids, both included); empty if none.
+std::vector<std::string> FewestHopPath(const core::Graph& graph, const std::string& from,
+                                       const std::string& to) {
+  const int s = graph.index(from);
+  const int t = graph.index(to);
+  if (s < 0 || t < 0) return {};
+  std::vector<int> parent(graph.num_nodes(), -2);
+  std::deque<int> queue{s};
+  parent[s] = -1;
+  while (!queue.empty()) {
+    const int u = queue.front();
+    queue.pop_front();
+    if (u == t) break;
+    // Hosts other than the endpoints do not forward.
+    if (u != s && graph.is_host(u)) continue;
+    for (int arc : graph.out_arcs(u)) {
+      const int v = graph.arc(arc).to;
+      if (parent[v] != -2) continue;
+      parent[v] = u;
+      queue.push_back(v);
+    }
+  }
+  if (parent[t] == -2) return {};
+  std::vector<std::string> path;
+  for (int v = t; v != -1; v = parent[v]) path.push_back(graph.name(v));
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
+MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms) {
+  MemoryJobState state;
+  state.id = job.id;
+  state.user_priority = job.spec.priority;
+  state.workers = job.spec.workers;
+  const int64_t remaining = std::max<int64_t>(0, job.spec.iterations - job.iterations_done);
+  state.remaining_comm_bytes =
+      static_cast<double>(remaining) * static_cast<double>(job.spec.gradient_bytes);
+  state.age_s = std::max<double>(0, static_cast<double>(now_ms - job.created_ms) / 1000.0);
+  state.admission = job.created_ms;
+  return state;
+}
+
+std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const core::JobPlan& job) {
+  std::set<std::string> switches;
+  auto add = [&](const std::string& id) {
+    const int node = graph.index(id);
+    if (node >= 0 && graph.is_switch(node) && graph.ina_capable(node)) switches.insert(id);
+  };
+  for (const core::FlowPlan& flow : job.flows) add(flow.aggregation_node);
+  for (const core::AggregatorPlan& agg : job.aggregator_paths) add(agg.switch_id);
+  return {switches.begin(), switches.end()};
+}
+
+void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::JobPlan* job) {
+  for (core::FlowPlan& flow : job->flows) {
+    if (flow.aggregation_node != switch_id) continue;
+    std::vector<std::string> tail;
+    for (const core::AggregatorPlan& agg : job->aggregator_paths) {
+      if (agg.switch_id == switch_id && agg.ps == flow.ps) {
+        tail = agg.path;
+        break;
+      }
+    }
+    if (tail.empty()) tail = FewestHopPath(graph, switch_id, flow.ps);
+    if (flow.path.empty() || flow.path.back() != switch_id) flow.path.push_back(switch_id);
+    flow.path.insert(flow.path.end(), tail.empty() ? tail.end() : tail.begin() + 1, tail.end());
+    flow.aggregation_node = flow.ps;
+  }
+  std::erase_if(job->aggregator_paths,
+                [&](const core::AggregatorPlan& agg) { return agg.switch_id == switch_id; });
+}
+
+absl::Status AssignAggregators(const core::Graph& graph, const std::vector<MemoryJobState>& jobs,
+                               const core::Plan* previous, const MemoryPlannerOptions& options,
+                               core::Plan* plan) {
+  std::unordered_map<core::JobId, const MemoryJobState*> state_of;
+  for (const MemoryJobState& s : jobs) state_of[s.id] = &s;
+  for (const core::JobPlan& jp : plan->jobs) {
+    if (!state_of.contains(jp.job_id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", jp.job_id, " is in the plan but has no memory state"));
+    }
+  }
+  const ShortestRemainingWorkWithAging default_priority;
+  const PriorityFunction& priority_fn =
+      options.priority != nullptr ? *options.priority : default_priority;
+  const auto allocator = MakeAllocator(options.policy);
+
+  // Demands per switch, in plan order.
+  struct Claim {
+    size_t job_index;
+    MemoryDemand demand;
+  };
+  std::map<std::string, std::vector<Claim>> claims;
+  for (size_t i = 0; i < plan->jobs.size(); ++i) {
+    core::JobPlan& jp = plan->jobs[i];
+    const MemoryJobState& state = *state_of.at(jp.job_id);
+    jp.priority =
+        priority_fn.Priority(PriorityInput{.user_priority = state.user_priority,
+                                           .remaining_comm_bytes = state.remaining_comm_bytes,
+                                           .age_s = state.age_s});
+    jp.aggregators.clear();
+    const double line_rate = WorkerLineRateGbps(graph, state.workers);
+    const core::JobPlan* before = previous != nullptr ? previous->FindJob(jp.job_id) : nullptr;
+    for (const std::string& sw : AggregatingSwitches(graph, jp)) {
+      const int node = graph.index(sw);
+      const int bytes = graph.topology().switches[node].ina.aggregator_bytes;
+      const double hold = HoldTimeUs(options.policy, TimingAt(graph, jp, sw, options.timing));
+      MemoryDemand demand{.job_id = jp.job_id,
+                          .window = WindowAggregators(line_rate, hold, bytes),
+                          .priority = jp.priority,
+                          .admission = state.admission,
+                          .held = 0};
+      if (before != nullptr) {
+        auto it = before->aggregators.find(sw);
+        if (it != before->aggregators.end()) demand.held = it->second;
+      }
+      claims[sw].push_back(Claim{i, demand});
+    }
+  }
+  for (auto& [sw, list] : claims) {
+    std::vector<MemoryDemand> demands;
+    demands.reserve(list.size());
+    for (const Claim& c : list) demands.push_back(c.demand);
+    const std::vector<int64_t> grants =
+        allocator->Allocate(graph.aggregators(graph.index(sw)), demands);
+    for (size_t k = 0; k < list.size(); ++k) {
+      core::JobPlan& jp = plan->jobs[list[k].job_index];
+      if (grants[k] > 0) {
+        jp.aggregators[sw] = grants[k];
+      } else if (options.fall_back_without_memory) {
+        FallBackToPs(graph, sw, &jp);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace inac::scheduler

@@ -1,0 +1,67 @@
+// Fills the memory part of a plan: core::JobPlan::aggregators and core::JobPlan::priority, with
+// the planner form of a memory policy (scheduler/memory/allocator.h; ALGORITHMS.md section 3).
+// The planner calls it after routing; the flow evaluator's memory cap then uses the aggregators.
+//
+// For every job and every INA switch where the job's plan aggregates (a FlowPlan's
+// aggregation_node or an AggregatorPlan's switch_id), the job's window there is
+//   W_j = WindowAggregators(line rate of its workers, HoldTimeUs(policy, TimingAt(...)))
+// and the policy's allocator divides the switch's A_v among the jobs. With
+// `fall_back_without_memory`, a job granted no aggregator on a switch falls back to its PS there:
+// its flows aggregated at that switch are re-pointed to the PS (path extended by the switch's
+// aggregator path) and that aggregator path is removed, so the plan no longer counts on memory
+// it does not have (its PS link then carries the unaggregated streams).
+//
+// Pure and deterministic: jobs ranked by (priority desc, id asc) for esa; (admission, id) for
+// switchml. O(S * J log J).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/job.h"
+#include "core/plan.h"
+#include "core/topology.h"
+#include "scheduler/memory/aggregator_model.h"
+#include "scheduler/memory/priority.h"
+
+namespace inac::scheduler {
+
+// What the memory planner needs to know about a job besides its plan.
+struct MemoryJobState {
+  core::JobId id = 0;
+  int user_priority = 0;             // JobSpec::priority
+  std::vector<std::string> workers;  // JobSpec::workers (line rate)
+  double remaining_comm_bytes = 0;   // remaining iterations x gradient bytes
+  double age_s = 0;                  // now - arrival
+  int64_t admission = 0;             // admission order (arrival time in ms, say)
+};
+
+// From a controller's job record; `now_ms` is the caller's clock (Unix ms).
+MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms);
+
+struct MemoryPlannerOptions {
+  MemoryPolicy policy = MemoryPolicy::kEsa;
+  AggregatorTimingOptions timing;
+  // Not owned; nullptr means ShortestRemainingWorkWithAging with default options.
+  const PriorityFunction* priority = nullptr;
+  bool fall_back_without_memory = true;
+};
+
+// Sets aggregators and priority of every JobPlan of `plan`. `previous` (nullable) supplies the
+// aggregators each job held (SwitchML keeps its pools). Jobs that aggregate nowhere get an empty
+// map but still a priority. Errors: InvalidArgument when a JobPlan has no MemoryJobState (the
+// plan is left unchanged). Precondition: `plan`'s node ids are in `topology`'s graph.
+absl::Status AssignAggregators(const core::Graph& graph, const std::vector<MemoryJobState>& jobs,
+                               const core::Plan* previous, const MemoryPlannerOptions& options,
+                               core::Plan* plan);
+
+// The INA switches where `job` aggregates, sorted, unique.
+std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const core::JobPlan& job);
+
+// Re-points every flow of `job` aggregated at `switch_id` to its PS (path extended with the
+// switch's aggregator path toward that PS, or a fewest-hop path over up links when the plan has
+// none) and drops the switch's aggregator paths.
+void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::JobPlan* job);
+
+}  // namespace inac::scheduler
