@@ -1,0 +1,123 @@
+#include "core/plan.h"
+
+#include <gtest/gtest.h>
+
+namespace inac::core {
+namespace {
+
+// w1, w2 - s1 - s2 - ps ; w3 - s2.
+Topology Small() {
+  Topology t;
+  t.switches = {{"s1", {true, 10, 1000, 248}, {}}, {"s2", {true, 10, 1000, 248}, {}}};
+  t.hosts = {{"w1", {}, {}}, {"w2", {}, {}}, {"w3", {}, {}}, {"ps", {}, {}}};
+  t.links = {{"w1~s1", "w1", "s1", 10}, {"w2~s1", "w2", "s1", 10}, {"s1~s2", "s1", "s2", 10},
+             {"w3~s2", "w3", "s2", 10}, {"s2~ps", "s2", "ps", 10}};
+  return t;
+}
+
+Plan OneJob() {
+  Plan plan;
+  plan.version = 5;
+  JobPlan jp;
+  jp.job_id = 2;
+  jp.priority = 3;
+  jp.ps_shares = {{"ps", 1.0}};
+  jp.flows = {{"w1", "ps", "s1", {"w1", "s1"}},
+              {"w2", "ps", "s1", {"w2", "s1"}},
+              {"w3", "ps", "ps", {"w3", "s2", "ps"}}};
+  jp.aggregator_paths = {{"s1", "ps", {"s1", "s2", "ps"}}};
+  jp.aggregators = {{"s1", 64}};
+  plan.jobs.push_back(jp);
+  return plan;
+}
+
+TEST(DeriveSwitchIntentsTest, AggregationInputsRoutesAndMulticast) {
+  Topology t = Small();
+  auto intents = DeriveSwitchIntents(t, OneJob());
+  ASSERT_EQ(intents.size(), 2u);
+  const SwitchIntent& s1 = intents[0];
+  const SwitchIntent& s2 = intents[1];
+  EXPECT_EQ(s1.switch_id, "s1");
+  EXPECT_EQ(s1.version, 5);
+  uint32_t tag = AggregationTag(2, 0);
+  EXPECT_EQ(tag, 16u);
+  uint32_t ps = NodeAddress(t, "ps");
+  ASSERT_EQ(s1.jobs.size(), 1u);
+  EXPECT_EQ(s1.jobs[0].tag, tag);
+  EXPECT_EQ(s1.jobs[0].fan_in, 2u);
+  EXPECT_EQ(s1.jobs[0].input_bitmap, 3u);
+  EXPECT_EQ(s1.jobs[0].aggregator_count, 64u);
+  EXPECT_EQ(s1.jobs[0].priority, 3);
+  EXPECT_EQ(s1.jobs[0].upstream_address, ps);
+  EXPECT_EQ(s1.jobs[0].multicast_group, 1 + tag);
+  ASSERT_EQ(s1.inputs.size(), 2u);
+  EXPECT_EQ(s1.inputs[0].source_address, NodeAddress(t, "w1"));
+  EXPECT_EQ(s1.inputs[1].index, 1u);
+  EXPECT_TRUE(s2.jobs.empty());  // s2 only forwards
+
+  // The aggregate leaves s1 toward s2 (port 3 of s1) and s2 sends it to ps (port 3 of s2).
+  auto find_route = [](const SwitchIntent& s, uint32_t src, uint32_t dst) -> const RouteIntent* {
+    for (const RouteIntent& r : s.routes) {
+      if (r.source_address == src && r.destination_address == dst) return &r;
+    }
+    return nullptr;
+  };
+  const RouteIntent* up = find_route(s1, NodeAddress(t, "s1"), ps);
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->egress_port, 3u);
+  ASSERT_NE(find_route(s2, NodeAddress(t, "s1"), ps), nullptr);
+  EXPECT_EQ(find_route(s2, NodeAddress(t, "w3"), ps)->egress_port, 3u);
+  // Fallback route for w1's unaggregated packets continues past s1.
+  EXPECT_EQ(find_route(s1, NodeAddress(t, "w1"), ps)->egress_port, 3u);
+
+  // Results: ps -> s2 replicates to s1 (port 1) and w3 (port 2); s1 to w1 and w2.
+  ASSERT_EQ(s2.multicast_groups.size(), 1u);
+  EXPECT_EQ(s2.multicast_groups[0].egress_ports, (std::vector<uint32_t>{1, 2}));
+  ASSERT_EQ(s1.multicast_groups.size(), 1u);
+  EXPECT_EQ(s1.multicast_groups[0].egress_ports, (std::vector<uint32_t>{1, 2}));
+  const RouteIntent* down = find_route(s2, ps, 0);
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->multicast_group, s2.multicast_groups[0].group_id);
+}
+
+TEST(DeriveSwitchIntentsTest, DeterministicAndEmptyWithoutJobs) {
+  Topology t = Small();
+  EXPECT_EQ(DeriveSwitchIntents(t, OneJob()), DeriveSwitchIntents(t, OneJob()));
+  Plan empty;
+  for (const SwitchIntent& s : DeriveSwitchIntents(t, empty)) EXPECT_TRUE(s.empty());
+}
+
+TEST(DeriveSwitchIntentsTest, MulticastGroupsProbePastCollisions) {
+  Topology t = Small();
+  Plan plan = OneJob();
+  // Job 2 + 65535/8 ... choose a job whose tag is congruent to job 2's modulo 65535.
+  JobPlan other = plan.jobs[0];
+  other.job_id = 2 + 65535;  // tag differs by 8*65535, same group candidate
+  plan.jobs.push_back(other);
+  auto intents = DeriveSwitchIntents(t, plan);
+  ASSERT_EQ(intents[0].jobs.size(), 2u);
+  EXPECT_NE(intents[0].jobs[0].multicast_group, intents[0].jobs[1].multicast_group);
+  // Two shards of memory regions do not overlap.
+  EXPECT_EQ(intents[0].jobs[1].aggregator_base,
+            intents[0].jobs[0].aggregator_base + intents[0].jobs[0].aggregator_count);
+}
+
+TEST(DeriveSwitchIntentsTest, TwoShardsSplitTheJobsAggregators) {
+  Topology t = Small();
+  Plan plan = OneJob();
+  JobPlan& jp = plan.jobs[0];
+  jp.ps_shares = {{"ps", 0.5}, {"w3", 0.5}};
+  jp.flows = {{"w1", "ps", "s1", {"w1", "s1"}}, {"w2", "ps", "s1", {"w2", "s1"}},
+              {"w1", "w3", "s1", {"w1", "s1"}}, {"w2", "w3", "s1", {"w2", "s1"}}};
+  jp.aggregator_paths = {{"s1", "ps", {"s1", "s2", "ps"}}, {"s1", "w3", {"s1", "s2", "w3"}}};
+  jp.aggregators = {{"s1", 65}};
+  auto s1 = DeriveSwitchIntents(t, plan)[0];
+  ASSERT_EQ(s1.jobs.size(), 2u);
+  EXPECT_EQ(s1.jobs[0].tag, AggregationTag(2, 0));
+  EXPECT_EQ(s1.jobs[1].tag, AggregationTag(2, 1));
+  EXPECT_EQ(s1.jobs[0].aggregator_count + s1.jobs[1].aggregator_count, 65u);
+  EXPECT_EQ(s1.jobs[1].upstream_address, NodeAddress(t, "w3"));
+}
+
+}  // namespace
+}  // namespace inac::core
