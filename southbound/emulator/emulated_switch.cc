@@ -1,0 +1,472 @@
+#include "southbound/emulator/emulated_switch.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/numeric/int128.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "google/rpc/code.pb.h"
+#include "google/rpc/status.pb.h"
+#include "p4/v1/p4runtime.grpc.pb.h"
+#include "southbound/emulator/switch_state.h"
+
+namespace inac::southbound::emulator {
+namespace {
+
+using p4::v1::StreamMessageRequest;
+using p4::v1::StreamMessageResponse;
+using StreamRw = grpc::ServerReaderWriter<StreamMessageResponse, StreamMessageRequest>;
+
+constexpr char kApiVersion[] = "1.3.0";
+constexpr char kErrorSpace[] = "inac-emulator";
+constexpr int kReadChunk = 1024;
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::uint128 ToUint128(const p4::v1::Uint128& v) { return absl::MakeUint128(v.high(), v.low()); }
+
+void SetUint128(absl::uint128 v, p4::v1::Uint128* out) {
+  out->set_high(absl::Uint128High64(v));
+  out->set_low(absl::Uint128Low64(v));
+}
+
+}  // namespace
+
+class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
+ public:
+  explicit Service(const EmulatedSwitchOptions& options)
+      : device_id_(options.device_id), deviations_(options.deviations) {
+    if (options.p4info.has_value()) {
+      *config_.mutable_p4info() = *options.p4info;
+      has_config_ = true;
+      state_ = std::make_unique<SwitchState>(config_.p4info());
+    }
+  }
+
+  uint64_t device_id() const { return device_id_; }
+
+  int64_t NumTableEntries() const {
+    absl::MutexLock lock(&mu_);
+    return state_ == nullptr ? 0 : state_->num_table_entries();
+  }
+
+  grpc::Status Capabilities(grpc::ServerContext*, const p4::v1::CapabilitiesRequest*,
+                            p4::v1::CapabilitiesResponse* response) override {
+    response->set_p4runtime_api_version(kApiVersion);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Write(grpc::ServerContext*, const p4::v1::WriteRequest* request,
+                     p4::v1::WriteResponse*) override {
+    if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    if (grpc::Status s = CheckPrimary(request->role(), request->has_election_id(),
+                                      ToUint128(request->election_id()));
+        !s.ok()) {
+      return s;
+    }
+    if (state_ == nullptr) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no forwarding pipeline");
+    }
+    if (request->atomicity() != p4::v1::WriteRequest::CONTINUE_ON_ERROR) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                          "only CONTINUE_ON_ERROR atomicity is supported");
+    }
+    std::vector<absl::Status> results;
+    results.reserve(static_cast<size_t>(request->updates_size()));
+    int failed = 0;
+    for (const auto& update : request->updates()) {
+      results.push_back(state_->Apply(update));
+      if (!results.back().ok()) ++failed;
+    }
+    if (failed == 0) return grpc::Status::OK;
+    // P4Runtime spec v1.3, section 12.3: UNKNOWN, one p4.v1.Error per update in the details.
+    google::rpc::Status status;
+    status.set_code(google::rpc::UNKNOWN);
+    status.set_message(absl::StrCat(failed, " of ", results.size(), " updates failed"));
+    for (const absl::Status& r : results) {
+      p4::v1::Error error;
+      error.set_canonical_code(static_cast<int32_t>(r.code()));
+      if (!r.ok()) {
+        error.set_message(std::string(r.message()));
+        error.set_space(kErrorSpace);
+      }
+      status.add_details()->PackFrom(error);
+    }
+    return grpc::Status(grpc::StatusCode::UNKNOWN, status.message(), status.SerializeAsString());
+  }
+
+  grpc::Status Read(grpc::ServerContext*, const p4::v1::ReadRequest* request,
+                    grpc::ServerWriter<p4::v1::ReadResponse>* writer) override {
+    if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
+    std::vector<p4::v1::Entity> entities;
+    {
+      absl::MutexLock lock(&mu_);
+      if (state_ == nullptr) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no forwarding pipeline");
+      }
+      for (const auto& query : request->entities()) {
+        if (absl::Status s = state_->Read(query, &entities); !s.ok()) return ToGrpc(s);
+      }
+    }
+    size_t i = 0;
+    do {
+      p4::v1::ReadResponse response;
+      for (size_t n = 0; n < kReadChunk && i < entities.size(); ++n, ++i) {
+        *response.add_entities() = std::move(entities[i]);
+      }
+      if (!writer->Write(response)) break;  // the client went away
+    } while (i < entities.size());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SetForwardingPipelineConfig(
+      grpc::ServerContext*, const p4::v1::SetForwardingPipelineConfigRequest* request,
+      p4::v1::SetForwardingPipelineConfigResponse*) override {
+    using Req = p4::v1::SetForwardingPipelineConfigRequest;
+    if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    if (grpc::Status s = CheckPrimary(request->role(), request->has_election_id(),
+                                      ToUint128(request->election_id()));
+        !s.ok()) {
+      return s;
+    }
+    auto verify = [&]() -> absl::Status {
+      if (!request->has_config()) return absl::InvalidArgumentError("no config in the request");
+      if (!request->config().has_p4info())
+        return absl::InvalidArgumentError("config without p4info");
+      return VerifyP4Info(request->config().p4info());
+    };
+    switch (request->action()) {
+      case Req::VERIFY:
+        return ToGrpc(verify());
+      case Req::VERIFY_AND_SAVE:
+      case Req::VERIFY_AND_COMMIT: {
+        if (absl::Status s = verify(); !s.ok()) return ToGrpc(s);
+        config_ = request->config();
+        has_config_ = true;
+        committed_ = request->action() == Req::VERIFY_AND_COMMIT;
+        state_ = std::make_unique<SwitchState>(config_.p4info());
+        return grpc::Status::OK;
+      }
+      case Req::COMMIT:
+        if (request->has_config()) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "COMMIT takes no config");
+        }
+        if (!has_config_ || committed_) {
+          return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no saved config to commit");
+        }
+        committed_ = true;
+        return grpc::Status::OK;
+      case Req::RECONCILE_AND_COMMIT:
+        return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            "RECONCILE_AND_COMMIT is not supported");
+      default:
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pipeline action unspecified");
+    }
+  }
+
+  grpc::Status GetForwardingPipelineConfig(
+      grpc::ServerContext*, const p4::v1::GetForwardingPipelineConfigRequest* request,
+      p4::v1::GetForwardingPipelineConfigResponse* response) override {
+    using Req = p4::v1::GetForwardingPipelineConfigRequest;
+    if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    if (!has_config_) {
+      if (deviations_.get_without_pipeline_fails) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no forwarding pipeline");
+      }
+      response->mutable_config();
+      return grpc::Status::OK;
+    }
+    p4::v1::ForwardingPipelineConfig* out = response->mutable_config();
+    if (config_.has_cookie()) *out->mutable_cookie() = config_.cookie();
+    switch (request->response_type()) {
+      case Req::ALL:
+        *out = config_;
+        return grpc::Status::OK;
+      case Req::COOKIE_ONLY:
+        return grpc::Status::OK;
+      case Req::P4INFO_AND_COOKIE:
+        *out->mutable_p4info() = config_.p4info();
+        return grpc::Status::OK;
+      case Req::DEVICE_CONFIG_AND_COOKIE:
+        out->set_p4_device_config(config_.p4_device_config());
+        return grpc::Status::OK;
+      default:
+        response->Clear();
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown response type");
+    }
+  }
+
+  grpc::Status StreamChannel(grpc::ServerContext*, StreamRw* rw) override {
+    auto stream = std::make_shared<Stream>();
+    stream->rw = rw;
+    {
+      absl::MutexLock lock(&mu_);
+      stream->serial = next_serial_++;
+      streams_[stream->serial] = stream;
+    }
+    grpc::Status end = grpc::Status::OK;
+    StreamMessageRequest request;
+    while (rw->Read(&request)) {
+      if (request.has_arbitration()) {
+        end = HandleArbitration(stream, request.arbitration());
+        if (!end.ok()) break;
+        continue;
+      }
+      StreamMessageResponse response;
+      p4::v1::StreamError* error = response.mutable_error();
+      error->set_canonical_code(google::rpc::UNIMPLEMENTED);
+      error->set_space(kErrorSpace);
+      if (request.has_packet()) {
+        error->set_message("the emulated switch has no data plane: packet-out dropped");
+        *error->mutable_packet_out()->mutable_packet_out() = request.packet();
+      } else if (request.has_digest_ack()) {
+        error->set_message("the emulated switch has no digests");
+        *error->mutable_digest_list_ack()->mutable_digest_list_ack() = request.digest_ack();
+      } else {
+        error->set_message("unsupported stream message");
+        error->mutable_other();
+      }
+      Send(*stream, response);
+    }
+    CloseStream(stream);
+    return end;
+  }
+
+ private:
+  struct Stream {
+    uint64_t serial = 0;
+    StreamRw* rw = nullptr;
+    absl::Mutex write_mu;
+    bool open ABSL_GUARDED_BY(write_mu) = true;
+    // Arbitration, guarded by Service::mu_.
+    bool arbitrated = false;
+    std::string role;
+    bool has_election_id = false;
+    absl::uint128 election_id = 0;
+  };
+  struct Role {
+    uint64_t primary = 0;  // serial of the primary stream, 0: none
+    absl::uint128 primary_election_id = 0;
+  };
+  struct Notification {
+    std::shared_ptr<Stream> stream;
+    StreamMessageResponse message;
+  };
+
+  grpc::Status CheckDevice(uint64_t device_id) const {
+    if (device_id == device_id_) return grpc::Status::OK;
+    if (device_id == 0)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "device_id missing");
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("unknown device ", device_id));
+  }
+
+  grpc::Status CheckPrimary(const std::string& role, bool has_election_id,
+                            absl::uint128 election_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = roles_.find(role);
+    if (it == roles_.end() || it->second.primary == 0) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "there is no primary client");
+    }
+    if (!has_election_id || election_id != it->second.primary_election_id) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "not the primary client");
+    }
+    return grpc::Status::OK;
+  }
+
+  // The connected, arbitrated stream of `role` with the highest election id (nullptr if none).
+  Stream* Highest(const std::string& role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Stream* best = nullptr;
+    for (const auto& [serial, s] : streams_) {
+      if (!s->arbitrated || s->role != role || !s->has_election_id) continue;
+      if (best == nullptr || s->election_id > best->election_id) best = s.get();
+    }
+    return best;
+  }
+
+  // The answer to `s`: the role's highest election id and s's standing.
+  StreamMessageResponse AnswerFor(const Stream& s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    StreamMessageResponse response;
+    p4::v1::MasterArbitrationUpdate* a = response.mutable_arbitration();
+    a->set_device_id(device_id_);
+    if (!s.role.empty()) a->mutable_role()->set_name(s.role);
+    if (const Stream* h = Highest(s.role); h != nullptr) {
+      SetUint128(h->election_id, a->mutable_election_id());
+    }
+    const Role& role = roles_.at(s.role);
+    if (role.primary == s.serial) {
+      a->mutable_status()->set_code(google::rpc::OK);
+      a->mutable_status()->set_message("primary");
+    } else if (role.primary != 0) {
+      a->mutable_status()->set_code(google::rpc::ALREADY_EXISTS);
+      a->mutable_status()->set_message("a primary client is connected");
+    } else {
+      a->mutable_status()->set_code(google::rpc::NOT_FOUND);
+      a->mutable_status()->set_message("there is no primary client");
+    }
+    return response;
+  }
+
+  // Answers to every arbitrated stream of `role`.
+  void NotifyRole(const std::string& role, std::vector<Notification>* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [serial, s] : streams_) {
+      if (s->arbitrated && s->role == role) out->push_back({s, AnswerFor(*s)});
+    }
+  }
+
+  grpc::Status HandleArbitration(const std::shared_ptr<Stream>& stream,
+                                 const p4::v1::MasterArbitrationUpdate& update) {
+    absl::MutexLock send_lock(&send_mu_);
+    std::vector<Notification> notifications;
+    grpc::Status result = grpc::Status::OK;
+    {
+      absl::MutexLock lock(&mu_);
+      const std::string& role = update.role().name();
+      bool has_id = update.has_election_id();
+      absl::uint128 id = ToUint128(update.election_id());
+      if (grpc::Status s = CheckDevice(update.device_id()); !s.ok()) {
+        result = s;
+      } else if (stream->arbitrated && stream->role != role) {
+        result =
+            grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "a stream cannot change its role");
+      } else if (has_id) {
+        for (const auto& [serial, s] : streams_) {
+          if (s.get() != stream.get() && s->arbitrated && s->role == role && s->has_election_id &&
+              s->election_id == id) {
+            result = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  "election id already used by another client");
+          }
+        }
+      }
+      if (result.ok()) {
+        stream->arbitrated = true;
+        stream->role = role;
+        stream->has_election_id = has_id;
+        stream->election_id = id;
+        Role& r = roles_[role];
+        uint64_t before = r.primary;
+        absl::uint128 before_id = r.primary_election_id;
+        Stream* highest = Highest(role);
+        if (highest != nullptr && (r.primary != 0 || highest == stream.get())) {
+          // With a primary, the highest is (or stays) primary; without one, only the highest
+          // client's own update makes it primary.
+          r.primary = highest->serial;
+          r.primary_election_id = highest->election_id;
+        } else if (highest == nullptr) {
+          r.primary = 0;
+        }
+        if (r.primary != before || r.primary_election_id != before_id) {
+          NotifyRole(role, &notifications);
+        } else {
+          notifications.push_back({stream, AnswerFor(*stream)});
+        }
+      }
+    }
+    for (Notification& n : notifications) Send(*n.stream, n.message);
+    return result;
+  }
+
+  void CloseStream(const std::shared_ptr<Stream>& stream) {
+    absl::MutexLock send_lock(&send_mu_);
+    std::vector<Notification> notifications;
+    {
+      absl::MutexLock lock(&mu_);
+      streams_.erase(stream->serial);
+      if (stream->arbitrated) {
+        Role& r = roles_[stream->role];
+        if (r.primary == stream->serial) {
+          r.primary = 0;
+          if (deviations_.promote_backup_immediately) {
+            if (Stream* h = Highest(stream->role); h != nullptr) {
+              r.primary = h->serial;
+              r.primary_election_id = h->election_id;
+            }
+          }
+          NotifyRole(stream->role, &notifications);
+        }
+      }
+    }
+    {
+      absl::MutexLock lock(&stream->write_mu);
+      stream->open = false;
+    }
+    for (Notification& n : notifications) Send(*n.stream, n.message);
+  }
+
+  void Send(Stream& stream, const StreamMessageResponse& message) {
+    absl::MutexLock lock(&stream.write_mu);
+    if (stream.open) stream.rw->Write(message);
+  }
+
+  const uint64_t device_id_;
+  const Bmv2Deviations deviations_;
+
+  // Serialises arbitration decisions with the answers they cause. Order: send_mu_, mu_,
+  // Stream::write_mu.
+  absl::Mutex send_mu_;
+  mutable absl::Mutex mu_;
+  bool has_config_ ABSL_GUARDED_BY(mu_) = false;
+  bool committed_ ABSL_GUARDED_BY(mu_) = true;
+  p4::v1::ForwardingPipelineConfig config_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SwitchState> state_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::shared_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Role> roles_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<EmulatedSwitch>> EmulatedSwitch::Start(
+    EmulatedSwitchOptions options) {
+  if (options.p4info.has_value()) {
+    if (absl::Status s = VerifyP4Info(*options.p4info); !s.ok()) return s;
+  }
+  std::unique_ptr<EmulatedSwitch> sw(new EmulatedSwitch());
+  size_t colon = options.listen_address.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", options.listen_address, "' is not host:port"));
+  }
+  sw->host_ = options.listen_address.substr(0, colon);
+  sw->service_ = std::make_unique<Service>(options);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &sw->port_);
+  builder.RegisterService(sw->service_.get());
+  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxSendMessageSize(256 << 20);
+  sw->server_ = builder.BuildAndStart();
+  if (sw->server_ == nullptr || sw->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen_address));
+  }
+  return sw;
+}
+
+EmulatedSwitch::~EmulatedSwitch() { Shutdown(); }
+
+std::string EmulatedSwitch::address() const { return absl::StrCat(host_, ":", port_); }
+
+uint64_t EmulatedSwitch::device_id() const { return service_->device_id(); }
+
+int64_t EmulatedSwitch::NumTableEntries() const { return service_->NumTableEntries(); }
+
+void EmulatedSwitch::Shutdown() {
+  // A deadline in the past cancels the open streams at once instead of waiting for clients.
+  if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+}
+
+void EmulatedSwitch::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace inac::southbound::emulator

@@ -1,0 +1,108 @@
+// EmulatedSwitch: an emulated INA switch that is a real P4Runtime gRPC server (`inac switch`).
+// It holds the control-plane state of the installed pipeline (api/p4/ina.p4 or any P4Info) in
+// memory: table entries, multicast groups and counter cells; there is no data plane. State is
+// lost when the process ends, like a real switch's.
+//
+// Behaviour, per the P4Runtime specification v1.3:
+//  - Arbitration (section 5 "Client Arbitration and Controller Replication"), per role name: the
+//    connected stream with the highest election id is primary once it has sent its
+//    MasterArbitrationUpdate. Answers carry the highest election id among connected clients and a
+//    status: OK to the primary, ALREADY_EXISTS to backups, NOT_FOUND to everybody while there is
+//    no primary. Every client of the role is told when the primary changes. A second stream with
+//    an election id already in use is closed with INVALID_ARGUMENT; a wrong device id closes the
+//    stream with NOT_FOUND (INVALID_ARGUMENT when missing). When the primary's stream ends there
+//    is no primary until a client (re-)sends an arbitration update and is then the highest.
+//    Streams without an election id are backups that never become primary.
+//  - Write / SetForwardingPipelineConfig need the primary's election id (else PERMISSION_DENIED);
+//    Read / GetForwardingPipelineConfig / Capabilities need no arbitration.
+//  - Every RPC checks the device id: 0 when the switch's id is not 0 is INVALID_ARGUMENT
+//    ("missing"), another id is NOT_FOUND. Write / Read without a pipeline: FAILED_PRECONDITION.
+//  - SetForwardingPipelineConfig: VERIFY (check only), VERIFY_AND_SAVE (the config becomes the one
+//    requests refer to, with empty forwarding state, not yet committed), VERIFY_AND_COMMIT (install
+//    and clear state), COMMIT (commit the saved config; no config allowed in the request),
+//    RECONCILE_AND_COMMIT: UNIMPLEMENTED. The cookie is stored with the config.
+//  - GetForwardingPipelineConfig: ALL, COOKIE_ONLY, P4INFO_AND_COOKIE, DEVICE_CONFIG_AND_COOKIE;
+//    with no pipeline, OK and an empty config.
+//  - Write: CONTINUE_ON_ERROR only (other atomicity modes: UNIMPLEMENTED). Each update is checked
+//    and applied on its own (switch_state.h); if any fails the RPC answers UNKNOWN with a
+//    google.rpc.Status whose details hold one p4.v1.Error per update, in order (OK for those
+//    applied).
+//  - Read: the wildcards of the spec; results stream in ReadResponses of up to 1024 entities.
+//  - StreamChannel packet-out / digest ack / other: answered with a StreamError UNIMPLEMENTED.
+//
+// Optional deviations reproduce BMv2's simple_switch_grpc for client tests (DESIGN.md,
+// "Southbound facts"); they are off unless asked for.
+//
+// Thread safety: all methods of EmulatedSwitch are safe from any thread. Inside, one absl::Mutex
+// guards the pipeline, the state and the arbitration tables; a Write batch holds it for the whole
+// batch, so reads see a batch entirely or not at all. Arbitration answers are sent outside that
+// mutex, serialised by a second mutex so that every client sees them in decision order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "p4/config/v1/p4info.pb.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace inac::southbound::emulator {
+
+struct Bmv2Deviations {
+  // When the primary's stream ends, the highest remaining client becomes primary at once.
+  bool promote_backup_immediately = false;
+  // GetForwardingPipelineConfig without a pipeline answers FAILED_PRECONDITION.
+  bool get_without_pipeline_fails = false;
+};
+
+struct EmulatedSwitchOptions {
+  // "host:port"; port 0 picks a free port (see EmulatedSwitch::port()).
+  std::string listen_address = "127.0.0.1:0";
+  uint64_t device_id = 1;
+  // Installed at start as if by VERIFY_AND_COMMIT without a cookie; none: no pipeline until a
+  // client sets one.
+  std::optional<p4::config::v1::P4Info> p4info;
+  Bmv2Deviations deviations;
+};
+
+class EmulatedSwitch {
+ public:
+  // Starts serving. InvalidArgument when the P4Info fails verification, Unavailable when the
+  // address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<EmulatedSwitch>> Start(EmulatedSwitchOptions options);
+
+  ~EmulatedSwitch();
+  EmulatedSwitch(const EmulatedSwitch&) = delete;
+  EmulatedSwitch& operator=(const EmulatedSwitch&) = delete;
+
+  // The bound port and "host:port" to dial.
+  int port() const { return port_; }
+  std::string address() const;
+  uint64_t device_id() const;
+
+  // Stops serving: open streams and calls are cancelled. Idempotent.
+  void Shutdown();
+  // Blocks until Shutdown() has been called and the server has stopped.
+  void Wait();
+
+  // Number of table entries currently held (all tables); 0 without a pipeline. For tests and
+  // logs.
+  int64_t NumTableEntries() const;
+
+  class Service;
+
+ private:
+  EmulatedSwitch() = default;
+
+  std::string host_;
+  int port_ = 0;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace inac::southbound::emulator
