@@ -1,0 +1,76 @@
+#include "southbound/p4runtime_switch_client.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "southbound/intent_reconciler.h"
+#include "southbound/intent_translator.h"
+#include "southbound/p4info_index.h"
+
+namespace inac::southbound {
+namespace {
+
+uint64_t Fnv1a64(uint64_t seed, std::string_view bytes) {
+  uint64_t hash = seed;
+  for (char c : bytes) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<P4RuntimeSwitchClient>> P4RuntimeSwitchClient::Create(
+    P4RuntimeSwitchClientOptions options) {
+  absl::StatusOr<P4InfoIndex> p4info = options.p4info_text.empty()
+                                           ? P4InfoIndex::EmbeddedIna()
+                                           : P4InfoIndex::FromText(options.p4info_text);
+  if (!p4info.ok()) return p4info.status();
+  const uint64_t cookie = options.cookie.value_or(
+      Fnv1a64(p4info->Fingerprint(), options.device_config));
+  INAC_ASSIGN_OR_RETURN(IntentTranslator translator,
+                        IntentTranslator::Create(*std::move(p4info)));
+  return std::unique_ptr<P4RuntimeSwitchClient>(new P4RuntimeSwitchClient(
+      std::move(options), std::make_unique<IntentTranslator>(std::move(translator)), cookie));
+}
+
+P4RuntimeSwitchClient::P4RuntimeSwitchClient(P4RuntimeSwitchClientOptions options,
+                                             std::unique_ptr<IntentTranslator> translator,
+                                             uint64_t cookie)
+    : options_(std::move(options)),
+      translator_(std::move(translator)),
+      cookie_(cookie),
+      session_(std::make_unique<SwitchSession>(options_.session)),
+      reconciler_(std::make_unique<IntentReconciler>(session_.get(), translator_.get())) {}
+
+P4RuntimeSwitchClient::~P4RuntimeSwitchClient() { session_->Disconnect(); }
+
+absl::Status P4RuntimeSwitchClient::Connect() { return session_->Connect(); }
+bool P4RuntimeSwitchClient::IsConnected() const { return session_->IsConnected(); }
+bool P4RuntimeSwitchClient::IsPrimary() const { return session_->IsPrimary(); }
+void P4RuntimeSwitchClient::Disconnect() { session_->Disconnect(); }
+
+absl::StatusOr<bool> P4RuntimeSwitchClient::EnsurePipeline() {
+  absl::MutexLock lock(&mu_);
+  return session_->EnsurePipeline(translator_->p4info().p4info(), options_.device_config,
+                                  cookie_);
+}
+
+absl::StatusOr<ReconcileStats> P4RuntimeSwitchClient::Reconcile(
+    const core::SwitchIntent& intent) {
+  absl::MutexLock lock(&mu_);
+  return reconciler_->Reconcile(intent);
+}
+
+absl::StatusOr<std::vector<AggregationCounters>> P4RuntimeSwitchClient::ReadCounters(
+    const core::SwitchIntent& intent) {
+  absl::MutexLock lock(&mu_);
+  std::vector<p4::v1::Entity> filters = translator_->CounterFilters(intent);
+  if (filters.empty()) return std::vector<AggregationCounters>{};
+  INAC_ASSIGN_OR_RETURN(auto read, session_->Read(filters));
+  return translator_->DecodeCounters(intent, read);
+}
+
+}  // namespace inac::southbound
