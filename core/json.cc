@@ -542,33 +542,37 @@ absl::StatusOr<Job> JobFromJson(const Json& json) {
 // Plans
 
 Json JobPlanToJson(const JobPlan& p) {
-  Json flows = Json::array();
-  for (const FlowPlan& f : p.flows) {
-    flows.push_back({{"worker", f.worker},
-                     {"ps", f.ps},
-                     {"aggregation_node", f.aggregation_node},
-                     {"path", f.path}});
-  }
-  Json aggs = Json::array();
-  for (const AggregatorPlan& a : p.aggregator_paths) {
-    aggs.push_back({{"switch", a.switch_id}, {"ps", a.ps}, {"path", a.path}});
-  }
-  Json shares = Json::object();
+  Json j = Json::object();
+  j["job_id"] = p.job_id;
+  Json& shares = j["ps_shares"] = Json::object();
   for (const auto& [ps, x] : p.ps_shares) shares[ps] = x;
-  Json counts = Json::object();
+  Json& flows = j["flows"] = Json::array();
+  for (const FlowPlan& f : p.flows) {
+    Json e = Json::object();
+    e["worker"] = f.worker;
+    e["ps"] = f.ps;
+    e["aggregation_node"] = f.aggregation_node;
+    e["path"] = f.path;
+    if (f.fraction != 1) e["fraction"] = f.fraction;
+    flows.push_back(std::move(e));
+  }
+  Json& aggs = j["aggregator_paths"] = Json::array();
+  for (const AggregatorPlan& a : p.aggregator_paths) {
+    Json e = Json::object();
+    e["switch"] = a.switch_id;
+    e["ps"] = a.ps;
+    e["path"] = a.path;
+    aggs.push_back(std::move(e));
+  }
+  Json& counts = j["aggregators"] = Json::object();
   for (const auto& [sw, n] : p.aggregators) counts[sw] = n;
-  Json j = {{"job_id", p.job_id},
-            {"ps_shares", shares},
-            {"flows", flows},
-            {"aggregator_paths", aggs},
-            {"aggregators", counts},
-            {"batch_size", p.batch_size},
-            {"priority", p.priority},
-            {"rate_gbps", p.rate_gbps},
-            {"comm_ms", p.comm_ms},
-            {"iteration_ms", p.iteration_ms}};
   if (!p.ring.empty()) j["ring"] = p.ring;
+  j["batch_size"] = p.batch_size;
+  j["priority"] = p.priority;
+  j["rate_gbps"] = p.rate_gbps;
   if (p.lp_bound_gbps) j["lp_bound_gbps"] = *p.lp_bound_gbps;
+  j["comm_ms"] = p.comm_ms;
+  j["iteration_ms"] = p.iteration_ms;
   return j;
 }
 
@@ -596,6 +600,8 @@ JobPlan ReadJobPlan(const Json& json, const std::string& path, std::vector<Probl
       f.String("ps", &fp.ps, true);
       f.String("aggregation_node", &fp.aggregation_node, true);
       f.StringArray("path", &fp.path, true);
+      f.Number("fraction", &fp.fraction, false);
+      f.Number("fraction", &fp.fraction, false);
       p.flows.push_back(std::move(fp));
     }
   }

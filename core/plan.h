@@ -21,6 +21,10 @@ struct FlowPlan {
   std::string aggregation_node;
   // Node ids from the worker to the aggregation node, both included.
   std::vector<std::string> path;
+  // Fraction of the worker's gradient toward `ps` carried by this flow (an aligned chunk range),
+  // in (0, 1]. 1 unless the plan splits the worker over several aggregation nodes (ATP's
+  // spill-over); the flows of one (worker, ps) sum to 1.
+  double fraction = 1;
 
   bool operator==(const FlowPlan&) const = default;
 };

@@ -101,6 +101,7 @@ TEST(JsonTest, PlanRoundTrip) {
   jp.job_id = 3;
   jp.ps_shares = {{"ps1", 0.75}, {"ps2", 0.25}};
   jp.flows = {{"h1", "ps1", "s1", {"h1", "s1"}}, {"h2", "ps2", "ps2", {"h2", "s1", "s2", "ps2"}}};
+  jp.flows[1].fraction = 0.25;
   jp.aggregator_paths = {{"s1", "ps1", {"s1", "s2", "ps1"}}};
   jp.aggregators = {{"s1", 512}};
   jp.batch_size = 64;
