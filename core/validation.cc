@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -44,7 +46,8 @@ void CheckGbps(double v, const std::string& path, bool allow_zero, std::vector<P
 
 std::vector<Problem> ValidateTopology(const Topology& t) {
   std::vector<Problem> out;
-  std::map<std::string, std::string> node_path;  // id -> where it was first declared
+  std::unordered_map<std::string, std::string> node_path;  // id -> where it was first declared
+  std::unordered_set<std::string> switch_ids;
   std::set<uint64_t> device_ids;
   for (size_t i = 0; i < t.switches.size(); ++i) {
     const Switch& s = t.switches[i];
@@ -54,6 +57,8 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
     } else if (!node_path.emplace(s.id, p).second) {
       out.push_back({p + ".id", absl::StrCat("duplicate node id ", Quote(s.id), " (first at ",
                                              node_path[s.id], ")")});
+    } else {
+      switch_ids.insert(s.id);
     }
     if (s.ina.capable) {
       CheckGbps(s.ina.processing_gbps, p + ".ina.processing_gbps", false, &out);
@@ -106,7 +111,7 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
   }
 
   std::set<std::string> link_ids;
-  std::map<std::string, int> degree;
+  std::unordered_map<std::string, int> degree;
   std::map<std::string, std::set<uint32_t>> explicit_ports;
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& l = t.links[i];
@@ -123,7 +128,7 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
     if (a_ok && b_ok && l.a == l.b) {
       out.push_back({p + ".b", absl::StrCat("link connects ", Quote(l.a), " to itself")});
     }
-    if (a_ok && b_ok && t.FindHost(l.a) && t.FindHost(l.b)) {
+    if (a_ok && b_ok && !switch_ids.count(l.a) && !switch_ids.count(l.b)) {
       out.push_back({p, absl::StrCat("links two hosts (", l.a, ", ", l.b,
                                      "); hosts attach to switches")});
     }
@@ -135,14 +140,14 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
     degree[l.b]++;
     if (l.a_port) {
       if (*l.a_port == 0 || *l.a_port > 511) out.push_back({p + ".a_port", "must be in 1..511"});
-      if (!t.FindSwitch(l.a)) out.push_back({p + ".a_port", "only switches have ports"});
+      if (!switch_ids.count(l.a)) out.push_back({p + ".a_port", "only switches have ports"});
       if (!explicit_ports[l.a].insert(*l.a_port).second) {
         out.push_back({p + ".a_port", absl::StrCat("port ", *l.a_port, " of ", l.a, " used twice")});
       }
     }
     if (l.b_port) {
       if (*l.b_port == 0 || *l.b_port > 511) out.push_back({p + ".b_port", "must be in 1..511"});
-      if (!t.FindSwitch(l.b)) out.push_back({p + ".b_port", "only switches have ports"});
+      if (!switch_ids.count(l.b)) out.push_back({p + ".b_port", "only switches have ports"});
       if (!explicit_ports[l.b].insert(*l.b_port).second) {
         out.push_back({p + ".b_port", absl::StrCat("port ", *l.b_port, " of ", l.b, " used twice")});
       }

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `make bench`: runs every benchmark executable under BUILD/bench and the CLI timing of
+# `inac topo generate fat-tree --k 32`. Each benchmark prints JSON lines; the README quotes them.
+set -euo pipefail
+BUILD=${1:-build}
+for b in "$BUILD"/bench/*_bench; do
+  [ -x "$b" ] || continue
+  echo "# $(basename "$b")" >&2
+  "$b"
+done
+start=$(date +%s%N)
+"$BUILD/server/inac" topo generate fat-tree --k 32 > /dev/null
+end=$(date +%s%N)
+echo "{\"bench\":\"cli_topo_generate\",\"k\":32,\"wall_ms\":$(( (end - start) / 1000000 ))}"
