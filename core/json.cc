@@ -646,10 +646,13 @@ absl::StatusOr<JobPlan> JobPlanFromJson(const Json& json) {
 Json PlanToJson(const Plan& plan) {
   Json jobs = Json::array();
   for (const JobPlan& j : plan.jobs) jobs.push_back(JobPlanToJson(j));
-  return {{"version", plan.version},
-          {"algorithm", plan.algorithm},
-          {"solve_ms", plan.solve_ms},
-          {"jobs", jobs}};
+  Json j = Json::object();
+  j["version"] = plan.version;
+  j["algorithm"] = plan.algorithm;
+  if (!plan.fingerprint.empty()) j["fingerprint"] = plan.fingerprint;
+  j["solve_ms"] = plan.solve_ms;
+  j["jobs"] = std::move(jobs);
+  return j;
 }
 
 absl::StatusOr<Plan> PlanFromJson(const Json& json) {
@@ -660,6 +663,7 @@ absl::StatusOr<Plan> PlanFromJson(const Json& json) {
     if (r.ok()) {
       r.Int("version", &plan.version, true);
       r.String("algorithm", &plan.algorithm, false);
+      r.String("fingerprint", &plan.fingerprint, false);
       r.Number("solve_ms", &plan.solve_ms, false);
       if (const Json* arr = r.Array("jobs", false)) {
         for (size_t i = 0; i < arr->size(); ++i) {

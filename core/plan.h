@@ -62,6 +62,9 @@ struct JobPlan {
 struct Plan {
   int64_t version = 0;
   std::string algorithm;
+  // Digest of what the plan was computed from (topology version, jobs and their priorities,
+  // options), set by the controller: a restart re-plans only when it differs.
+  std::string fingerprint;
   std::vector<JobPlan> jobs;
   double solve_ms = 0;
 

@@ -96,6 +96,7 @@ TEST(JsonTest, PlanRoundTrip) {
   Plan plan;
   plan.version = 7;
   plan.algorithm = "grid";
+  plan.fingerprint = "topo=3;jobs=3:5";
   plan.solve_ms = 12.5;
   JobPlan jp;
   jp.job_id = 3;
