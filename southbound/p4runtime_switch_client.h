@@ -51,6 +51,8 @@ class P4RuntimeSwitchClient : public SwitchClient {
       const core::SwitchIntent& intent) override;
   void Disconnect() override;
 
+  // Blocks until this client is primary or `timeout` passes; returns IsPrimary().
+  bool AwaitPrimary(absl::Duration timeout) const { return session_->AwaitPrimary(timeout); }
   // Arbitration details (election id in use, last stream error) for status pages.
   ArbitrationState arbitration() const { return session_->state(); }
   uint64_t cookie() const { return cookie_; }

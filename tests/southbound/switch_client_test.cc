@@ -1,0 +1,511 @@
+// The southbound client against the emulated switch (southbound/emulator/) in-process on port 0:
+// arbitration, batched writes with per-update errors, pipeline by cookie, reconciliation after a
+// switch restart and after tampering, and the BMv2 deviations the client must also handle.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "p4/v1/p4runtime.pb.h"
+#include "southbound/emulator/emulated_switch.h"
+#include "southbound/entity_codec.h"
+#include "southbound/fake_switch_client.h"
+#include "southbound/intent_reconciler.h"
+#include "southbound/intent_translator.h"
+#include "southbound/p4info_index.h"
+#include "southbound/p4runtime_switch_client.h"
+#include "southbound/switch_session.h"
+
+namespace inac::southbound {
+namespace {
+
+using emulator::EmulatedSwitch;
+using emulator::EmulatedSwitchOptions;
+
+constexpr uint64_t kDevice = 3;
+// Generous bounds for events that happen in milliseconds; never part of an assertion on time.
+constexpr absl::Duration kWait = absl::Seconds(20);
+
+BackoffPolicy FastBackoff() {
+  return BackoffPolicy{absl::Milliseconds(5), absl::Milliseconds(50), 2.0, 0.2};
+}
+
+SessionOptions Session(const EmulatedSwitch& sw, ElectionId id) {
+  SessionOptions options;
+  options.address = sw.address();
+  options.device_id = kDevice;
+  options.election_id = id;
+  options.backoff = FastBackoff();
+  options.random = [] { return 0.5; };
+  options.rpc_timeout = absl::Seconds(30);
+  return options;
+}
+
+std::unique_ptr<EmulatedSwitch> StartSwitch(const std::string& listen = "127.0.0.1:0",
+                                            emulator::Bmv2Deviations deviations = {}) {
+  EmulatedSwitchOptions options;
+  options.listen_address = listen;
+  options.device_id = kDevice;
+  options.deviations = deviations;
+  auto sw = EmulatedSwitch::Start(options);
+  EXPECT_TRUE(sw.ok()) << sw.status();
+  return sw.ok() ? *std::move(sw) : nullptr;
+}
+
+IntentTranslator Translator() {
+  auto translator = IntentTranslator::Create(*P4InfoIndex::EmbeddedIna());
+  EXPECT_TRUE(translator.ok());
+  return *std::move(translator);
+}
+
+// A switch intent with `jobs` aggregation tags, each with `inputs` workers, one route per worker,
+// a result route and a multicast group.
+core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version = 1) {
+  core::SwitchIntent intent;
+  intent.switch_id = "leaf1";
+  intent.version = version;
+  for (int j = 0; j < jobs; ++j) {
+    const core::JobId job = 100 + j;
+    const uint32_t tag = static_cast<uint32_t>(job * 8);
+    const uint32_t group = static_cast<uint32_t>(1 + j);
+    const uint32_t ps = 0x0b000000u + j;
+    intent.jobs.push_back(core::JobAggregationIntent{
+        tag, job, static_cast<uint32_t>(inputs),
+        inputs >= 64 ? ~uint64_t{0} : (uint64_t{1} << inputs) - 1, group,
+        static_cast<uint32_t>(j * 16), 16, static_cast<int32_t>(j % 5) - 2, ps});
+    for (int i = 0; i < inputs; ++i) {
+      const uint32_t worker = 0x0a000000u + static_cast<uint32_t>(j * 256 + i);
+      intent.inputs.push_back(
+          core::AggregationInputIntent{tag, job, worker, static_cast<uint32_t>(i)});
+      intent.routes.push_back(
+          core::RouteIntent{tag, job, worker, ps, static_cast<uint32_t>(1 + i % 32), 0});
+    }
+    intent.routes.push_back(core::RouteIntent{tag, job, ps, 0, 0, group});
+    intent.multicast_groups.push_back(core::MulticastGroupIntent{group, job, {1, 2, 3}});
+  }
+  return intent;
+}
+
+int64_t EntityCount(const core::SwitchIntent& intent) {
+  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+                              intent.multicast_groups.size());
+}
+
+// The canonical fingerprints of everything INAC owns on the switch, sorted.
+std::vector<std::string> SwitchState(SwitchSession& session, const IntentTranslator& t) {
+  auto read = session.Read(t.OwnedStateFilters());
+  EXPECT_TRUE(read.ok()) << read.status();
+  std::vector<std::string> out;
+  if (!read.ok()) return out;
+  for (const auto& e : *read) out.push_back(EntityFingerprint(*CanonicalEntity(e)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> IntentState(const core::SwitchIntent& intent, const IntentTranslator& t) {
+  std::vector<std::string> out;
+  auto entities = t.Translate(intent);
+  EXPECT_TRUE(entities.ok()) << entities.status();
+  if (!entities.ok()) return out;
+  for (const auto& e : *entities) out.push_back(EntityFingerprint(e));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<P4RuntimeSwitchClient> MakeClient(const EmulatedSwitch& sw, ElectionId id) {
+  P4RuntimeSwitchClientOptions options;
+  options.switch_id = "leaf1";
+  options.session = Session(sw, id);
+  auto client = P4RuntimeSwitchClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
+
+p4::v1::Update Insert(p4::v1::Entity entity) {
+  p4::v1::Update update;
+  update.set_type(p4::v1::Update::INSERT);
+  *update.mutable_entity() = std::move(entity);
+  return update;
+}
+
+// --- Arbitration ---
+
+TEST(SwitchSessionTest, HigherElectionIdWritesLowerIsRefused) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  SwitchSession low(Session(*sw, {0, 10}));
+  SwitchSession high(Session(*sw, {0, 20}));
+  ASSERT_TRUE(low.Connect().ok());
+  ASSERT_TRUE(high.Connect().ok());
+  ASSERT_TRUE(high.AwaitPrimary(kWait));
+  // The switch tells the lower one it is a backup.
+  EXPECT_TRUE(low.AwaitConnected(kWait));
+  EXPECT_FALSE(low.IsPrimary());
+
+  P4InfoIndex p4info = *P4InfoIndex::EmbeddedIna();
+  EXPECT_EQ(low.SetPipeline(p4info.p4info(), "", 1).code(), absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(high.SetPipeline(p4info.p4info(), "", 1).ok());
+
+  IntentTranslator t = Translator();
+  core::SwitchIntent intent = MakeIntent(1, 2);
+  auto entities = *t.Translate(intent);
+  std::vector<p4::v1::Update> updates;
+  for (auto& e : entities) updates.push_back(Insert(e));
+  auto refused = low.Write(updates);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  auto written = high.Write(updates);
+  ASSERT_TRUE(written.ok()) << written.status();
+  for (const auto& s : *written) EXPECT_TRUE(s.ok()) << s;
+  // Reads need no arbitration: the backup sees what the primary wrote.
+  EXPECT_EQ(SwitchState(low, t), IntentState(intent, t));
+}
+
+TEST(SwitchSessionTest, BackupBecomesPrimaryWhenThePrimaryStreamDrops) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  SwitchSession backup(Session(*sw, {0, 10}));
+  auto primary = std::make_unique<SwitchSession>(Session(*sw, {0, 20}));
+  ASSERT_TRUE(primary->Connect().ok());
+  ASSERT_TRUE(primary->AwaitPrimary(kWait));
+  ASSERT_TRUE(backup.Connect().ok());
+  EXPECT_FALSE(backup.IsPrimary());
+
+  primary->Disconnect();  // the primary's stream ends
+  // Spec behaviour: the switch reports "no primary" (NOT_FOUND) and the backup re-arbitrates.
+  ASSERT_TRUE(backup.AwaitPrimary(kWait));
+  P4InfoIndex p4info = *P4InfoIndex::EmbeddedIna();
+  EXPECT_TRUE(backup.SetPipeline(p4info.p4info(), "", 1).ok());
+  EXPECT_GE(backup.state().election_id, (ElectionId{0, 10}));
+}
+
+TEST(SwitchSessionTest, Bmv2PromotesTheBackupAtOnce) {
+  emulator::Bmv2Deviations bmv2;
+  bmv2.promote_backup_immediately = true;
+  auto sw = StartSwitch("127.0.0.1:0", bmv2);
+  ASSERT_NE(sw, nullptr);
+  SessionOptions backup_options = Session(*sw, {0, 10});
+  backup_options.claim_primary_when_vacant = false;  // no re-arbitration: BMv2 promotes it
+  SwitchSession backup(backup_options);
+  auto primary = std::make_unique<SwitchSession>(Session(*sw, {0, 20}));
+  ASSERT_TRUE(primary->Connect().ok());
+  ASSERT_TRUE(primary->AwaitPrimary(kWait));
+  ASSERT_TRUE(backup.Connect().ok());
+  EXPECT_FALSE(backup.IsPrimary());
+  primary.reset();
+  ASSERT_TRUE(backup.AwaitPrimary(kWait));
+  EXPECT_EQ(backup.state().election_id, (ElectionId{0, 10}));
+}
+
+TEST(SwitchSessionTest, DuplicateElectionIdAndWrongDeviceAreRefused) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  SwitchSession first(Session(*sw, {0, 5}));
+  ASSERT_TRUE(first.Connect().ok());
+  SwitchSession twin(Session(*sw, {0, 5}));
+  EXPECT_EQ(twin.Connect().code(), absl::StatusCode::kInvalidArgument);
+  SessionOptions wrong = Session(*sw, {0, 6});
+  wrong.device_id = kDevice + 1;
+  SwitchSession stranger(wrong);
+  EXPECT_EQ(stranger.Connect().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SwitchSessionTest, UnreachableSwitchIsUnavailableAndBackoffIsObserved) {
+  // A port that was just free: a switch bound it and is gone.
+  std::string address;
+  {
+    auto gone = StartSwitch();
+    ASSERT_NE(gone, nullptr);
+    address = gone->address();
+    gone->Shutdown();
+  }
+  SessionOptions options;
+  options.address = address;
+  options.device_id = kDevice;
+  options.backoff = FastBackoff();
+  options.random = [] { return 0.5; };
+  absl::Mutex mu;
+  std::vector<absl::Duration> delays;
+  options.on_backoff = [&](absl::Duration d) {
+    absl::MutexLock lock(&mu);
+    delays.push_back(d);
+  };
+  SwitchSession session(options);
+  absl::Status status = session.Connect();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  session.Disconnect();
+  absl::MutexLock lock(&mu);
+  ASSERT_FALSE(delays.empty());
+  EXPECT_EQ(delays[0], absl::Milliseconds(5));  // the first delay of the policy, no jitter
+}
+
+// --- Writes ---
+
+TEST(SwitchSessionTest, OneFailingUpdateInABatchReportsExactlyThatUpdate) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  SwitchSession session(Session(*sw, {0, 1}));
+  ASSERT_TRUE(session.Connect().ok());
+  ASSERT_TRUE(session.AwaitPrimary(kWait));
+  ASSERT_TRUE(session.SetPipeline(P4InfoIndex::EmbeddedIna()->p4info(), "", 1).ok());
+  IntentTranslator t = Translator();
+  core::SwitchIntent intent = MakeIntent(2, 3);
+  auto entities = t.Translate(intent);
+  ASSERT_TRUE(entities.ok());
+  std::vector<p4::v1::Update> updates;
+  for (auto& e : *entities) updates.push_back(Insert(e));
+  // Update 4 (an ina_worker entry) gets an input index that does not fit bit<8>.
+  ASSERT_EQ(updates[4].entity().table_entry().table_id(), t.worker_table_id());
+  updates[4].mutable_entity()->mutable_table_entry()->mutable_action()->mutable_action()
+      ->mutable_params(0)->set_value(std::string(2, '\xff'));
+  auto results = session.Write(updates);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), updates.size());
+  for (size_t i = 0; i < results->size(); ++i) {
+    if (i == 4) {
+      EXPECT_EQ((*results)[i].code(), absl::StatusCode::kInvalidArgument) << (*results)[i];
+    } else {
+      EXPECT_TRUE((*results)[i].ok()) << i << ": " << (*results)[i];
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(SwitchState(session, t).size()), EntityCount(intent) - 1);
+  // Inserting the same batch again: every update that was applied is now ALREADY_EXISTS.
+  auto again = session.Write(updates);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(SwitchSessionTest, BatchesAreSizeBounded) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  SessionOptions options = Session(*sw, {0, 1});
+  options.max_batch_updates = 7;
+  SwitchSession session(options);
+  ASSERT_TRUE(session.Connect().ok());
+  ASSERT_TRUE(session.AwaitPrimary(kWait));
+  ASSERT_TRUE(session.SetPipeline(P4InfoIndex::EmbeddedIna()->p4info(), "", 1).ok());
+  IntentTranslator t = Translator();
+  core::SwitchIntent intent = MakeIntent(4, 4);  // 4 * (1 + 4 + 5 + 1) = 44 entities
+  auto entities = t.Translate(intent);
+  ASSERT_TRUE(entities.ok());
+  std::vector<p4::v1::Update> updates;
+  for (auto& e : *entities) updates.push_back(Insert(e));
+  int64_t batches = 0;
+  auto results = session.Write(updates, &batches);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(batches, 7);  // ceil(44 / 7)
+  EXPECT_EQ(SwitchState(session, t), IntentState(intent, t));
+}
+
+// --- Pipeline ---
+
+TEST(SwitchClientTest, EnsurePipelinePushesOnlyWhenTheCookieDiffers) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  auto client = MakeClient(*sw, {0, 1});
+  ASSERT_TRUE(client->Connect().ok());
+  ASSERT_TRUE(client->IsConnected());
+  ASSERT_TRUE(client->AwaitPrimary(kWait));
+  auto first = client->EnsurePipeline();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(*first);
+  auto second = client->EnsurePipeline();
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(*second);
+}
+
+TEST(SwitchClientTest, Bmv2GetWithoutPipelineCountsAsMissing) {
+  emulator::Bmv2Deviations bmv2;
+  bmv2.get_without_pipeline_fails = true;
+  auto sw = StartSwitch("127.0.0.1:0", bmv2);
+  ASSERT_NE(sw, nullptr);
+  SwitchSession session(Session(*sw, {0, 1}));
+  ASSERT_TRUE(session.Connect().ok());
+  ASSERT_TRUE(session.AwaitPrimary(kWait));
+  auto cookie = session.GetPipelineCookie();
+  ASSERT_TRUE(cookie.ok()) << cookie.status();
+  EXPECT_FALSE(cookie->has_value());
+  const auto& p4info = P4InfoIndex::EmbeddedIna()->p4info();
+  auto pushed = session.EnsurePipeline(p4info, "", 42);
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  EXPECT_TRUE(*pushed);
+  EXPECT_EQ(**session.GetPipelineCookie(), 42u);
+}
+
+// --- Reconciliation ---
+
+class ReconcileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sw_ = StartSwitch();
+    ASSERT_NE(sw_, nullptr);
+    client_ = MakeClient(*sw_, {0, 100});
+    ASSERT_TRUE(client_->Connect().ok());
+    ASSERT_TRUE(client_->IsPrimary());
+    ASSERT_TRUE(client_->EnsurePipeline().ok());
+    observer_ = std::make_unique<SwitchSession>(Session(*sw_, {0, 1}));
+  }
+
+  std::vector<std::string> Observed() { return SwitchState(*observer_, translator_); }
+
+  IntentTranslator translator_ = Translator();
+  std::unique_ptr<EmulatedSwitch> sw_;
+  std::unique_ptr<P4RuntimeSwitchClient> client_;
+  std::unique_ptr<SwitchSession> observer_;  // reads only
+};
+
+TEST_F(ReconcileTest, FirstRunInsertsEverythingSecondWritesNothing) {
+  core::SwitchIntent intent = MakeIntent(3, 4);
+  auto stats = client_->Reconcile(intent);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->inserted, EntityCount(intent));
+  EXPECT_EQ(stats->deleted + stats->modified + stats->failed, 0);
+  EXPECT_EQ(Observed(), IntentState(intent, translator_));
+
+  auto again = client_->Reconcile(intent);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->writes(), 0);
+  EXPECT_EQ(again->batches, 0);
+  EXPECT_EQ(again->unchanged, EntityCount(intent));
+}
+
+TEST_F(ReconcileTest, MovesToANewIntentWithDeletesModifiesAndInserts) {
+  ASSERT_TRUE(client_->Reconcile(MakeIntent(3, 4)).ok());
+  core::SwitchIntent next = MakeIntent(2, 4, 2);  // job 102 leaves
+  next.jobs[0].priority = 9;                       // job 100 changes priority
+  next.routes[0].egress_port = 31;                 // a route changes port
+  next.inputs.push_back(core::AggregationInputIntent{800, 100, 0x0c000001, 5});  // a new input
+  auto stats = client_->Reconcile(next);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->deleted, 1 + 4 + 5 + 1);
+  EXPECT_EQ(stats->modified, 2);
+  EXPECT_EQ(stats->inserted, 1);
+  EXPECT_EQ(stats->failed, 0);
+  EXPECT_EQ(Observed(), IntentState(next, translator_));
+  EXPECT_EQ(client_->Reconcile(next)->writes(), 0);
+}
+
+TEST_F(ReconcileTest, RepairsTamperingByAnotherController) {
+  core::SwitchIntent intent = MakeIntent(2, 3);
+  ASSERT_TRUE(client_->Reconcile(intent).ok());
+
+  // Another controller with a higher election id takes over and tampers: one extra entry, one
+  // missing, one changed, one extra multicast group.
+  {
+    SwitchSession intruder(Session(*sw_, {0, 1000}));
+    ASSERT_TRUE(intruder.Connect().ok());
+    ASSERT_TRUE(intruder.AwaitPrimary(kWait));
+    EXPECT_FALSE(client_->IsPrimary());
+    EXPECT_EQ(client_->Reconcile(MakeIntent(3, 3)).status().code(),
+              absl::StatusCode::kPermissionDenied)
+        << "a backup must not be able to write";
+    core::SwitchIntent tampered = intent;
+    tampered.routes.push_back(core::RouteIntent{1, 1, 1, 1, 1, 0});  // extra
+    tampered.inputs.erase(tampered.inputs.begin());                   // missing
+    tampered.jobs[1].aggregator_count = 1;                            // changed
+    tampered.multicast_groups.push_back(core::MulticastGroupIntent{999, 1, {7}});
+    IntentReconciler tamper(&intruder, &translator_);
+    auto stats = tamper.Reconcile(tampered);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    ASSERT_EQ(stats->writes(), 4);
+  }  // the intruder leaves; our client re-arbitrates and is primary again
+  ASSERT_NE(Observed(), IntentState(intent, translator_));
+  ASSERT_TRUE(client_->AwaitPrimary(kWait));
+
+  auto stats = client_->Reconcile(intent);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->deleted, 2);   // the extra route and group
+  EXPECT_EQ(stats->inserted, 1);  // the missing input
+  EXPECT_EQ(stats->modified, 1);  // the changed job
+  EXPECT_EQ(Observed(), IntentState(intent, translator_));
+  auto second = client_->Reconcile(intent);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->writes(), 0);
+}
+
+TEST_F(ReconcileTest, RestoresTheFullIntentAfterTheSwitchRestarts) {
+  core::SwitchIntent intent = MakeIntent(3, 5);
+  ASSERT_TRUE(client_->Reconcile(intent).ok());
+  const std::string address = sw_->address();
+  sw_->Shutdown();
+  sw_.reset();
+  auto restarted = StartSwitch(address);  // same port, empty state, no pipeline
+  ASSERT_NE(restarted, nullptr);
+  sw_ = std::move(restarted);
+  observer_ = std::make_unique<SwitchSession>(Session(*sw_, {0, 1}));
+
+  // The client's session reconnects by itself (backoff), then the controller's usual sequence.
+  ASSERT_TRUE(client_->AwaitPrimary(kWait)) << client_->arbitration().last_error;
+  auto pushed = client_->EnsurePipeline();
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  EXPECT_TRUE(*pushed);
+  auto stats = client_->Reconcile(intent);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->read, 0);
+  EXPECT_EQ(stats->inserted, EntityCount(intent));
+  EXPECT_EQ(Observed(), IntentState(intent, translator_));
+  EXPECT_EQ(client_->Reconcile(intent)->writes(), 0);
+}
+
+TEST_F(ReconcileTest, AnIntentThatDoesNotFitWritesNothing) {
+  core::SwitchIntent intent = MakeIntent(1, 2);
+  intent.inputs[1].index = 300;
+  EXPECT_EQ(client_->Reconcile(intent).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Observed().empty());
+}
+
+TEST_F(ReconcileTest, CountersAreReadPerAggregation) {
+  core::SwitchIntent intent = MakeIntent(2, 2);
+  ASSERT_TRUE(client_->Reconcile(intent).ok());
+  auto counters = client_->ReadCounters(intent);
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  ASSERT_EQ(counters->size(), 2u);
+  EXPECT_EQ((*counters)[0].tag, intent.jobs[0].tag);
+  EXPECT_EQ((*counters)[1].multicast_group, intent.jobs[1].multicast_group);
+  EXPECT_EQ((*counters)[0].aggregated.packets, 0);  // no data plane traffic in the emulator
+}
+
+// --- Fake ---
+
+TEST(FakeSwitchClientTest, BehavesLikeASwitch) {
+  FakeSwitchClient fake("leaf1");
+  core::SwitchIntent intent = MakeIntent(2, 2);
+  EXPECT_EQ(fake.Reconcile(intent).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(fake.Connect().ok());
+  EXPECT_TRUE(*fake.EnsurePipeline());
+  EXPECT_FALSE(*fake.EnsurePipeline());
+  auto stats = fake.Reconcile(intent);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->inserted, EntityCount(intent));
+  EXPECT_EQ(fake.Reconcile(intent)->writes(), 0);
+  EXPECT_EQ(fake.applied_intent(), intent);
+
+  fake.RefuseUpdatesMatching("table=33554435", absl::ResourceExhaustedError("full"));
+  core::SwitchIntent more = MakeIntent(3, 2);
+  stats = fake.Reconcile(more);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GT(stats->failed, 0);
+  EXPECT_FALSE(fake.applied_intent().has_value());
+  fake.RefuseUpdatesMatching("", absl::OkStatus());
+  EXPECT_TRUE(fake.Reconcile(more)->converged());
+
+  fake.Restart();
+  EXPECT_FALSE(fake.IsConnected());
+  ASSERT_TRUE(fake.Connect().ok());
+  EXPECT_EQ(fake.Reconcile(more).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(*fake.EnsurePipeline());
+  EXPECT_EQ(fake.Reconcile(more)->inserted, EntityCount(more));
+
+  fake.SetPrimary(false);
+  EXPECT_EQ(fake.Reconcile(intent).status().code(), absl::StatusCode::kPermissionDenied);
+  fake.SetCounters(AggregationCounters{0, 0, more.jobs[0].multicast_group, {5, 0}, {1, 0}, {}});
+  auto counters = fake.ReadCounters(more);
+  ASSERT_TRUE(counters.ok());
+  EXPECT_EQ((*counters)[0].aggregated.packets, 5);
+  EXPECT_EQ((*counters)[0].tag, more.jobs[0].tag);
+}
+
+}  // namespace
+}  // namespace inac::southbound
