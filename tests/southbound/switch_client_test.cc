@@ -4,11 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "google/rpc/code.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "p4/v1/p4runtime.grpc.pb.h"
 #include "p4/v1/p4runtime.pb.h"
 #include "southbound/emulator/emulated_switch.h"
 #include "southbound/entity_codec.h"
@@ -239,6 +245,95 @@ TEST(SwitchSessionTest, UnreachableSwitchIsUnavailableAndBackoffIsObserved) {
   absl::MutexLock lock(&mu);
   ASSERT_FALSE(delays.empty());
   EXPECT_EQ(delays[0], absl::Milliseconds(5));  // the first delay of the policy, no jitter
+}
+
+// A test double that arbitrates strictly by the letter of the specification (section 5.4): a
+// controller becomes primary only with an election id >= the highest ever seen, so after the
+// primary leaves, a backup must re-arbitrate with a higher id than its own. (The emulator
+// compares with the highest *connected* id instead; both are handled by the session.)
+class StrictArbiter final : public p4::v1::P4Runtime::Service {
+ public:
+  using Stream =
+      grpc::ServerReaderWriter<p4::v1::StreamMessageResponse, p4::v1::StreamMessageRequest>;
+
+  grpc::Status StreamChannel(grpc::ServerContext*, Stream* stream) override {
+    int me;
+    {
+      absl::MutexLock lock(&mu_);
+      me = next_++;
+      clients_[me] = stream;
+    }
+    p4::v1::StreamMessageRequest request;
+    while (stream->Read(&request)) {
+      if (!request.has_arbitration()) continue;
+      absl::MutexLock lock(&mu_);
+      const auto& id = request.arbitration().election_id();
+      const ElectionId election{id.high(), id.low()};
+      if (!past_.has_value() || election >= *past_) {
+        primary_ = me;
+        past_ = election;
+        for (const auto& [who, s] : clients_) Notify(who);
+      } else {
+        Notify(me);
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    clients_.erase(me);
+    if (primary_ == me) {
+      primary_.reset();
+      for (const auto& [who, s] : clients_) Notify(who);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  void Notify(int who) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    p4::v1::StreamMessageResponse response;
+    auto* arbitration = response.mutable_arbitration();
+    arbitration->set_device_id(kDevice);
+    if (past_.has_value()) {
+      arbitration->mutable_election_id()->set_high(past_->high);
+      arbitration->mutable_election_id()->set_low(past_->low);
+    }
+    arbitration->mutable_status()->set_code(!primary_.has_value() ? google::rpc::NOT_FOUND
+                                            : *primary_ == who    ? google::rpc::OK
+                                                                  : google::rpc::ALREADY_EXISTS);
+    clients_[who]->Write(response);
+  }
+
+  absl::Mutex mu_;
+  std::map<int, Stream*> clients_ ABSL_GUARDED_BY(mu_);
+  int next_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<ElectionId> past_ ABSL_GUARDED_BY(mu_);
+  std::optional<int> primary_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(SwitchSessionTest, StrictSpecFailoverReArbitratesWithAHigherElectionId) {
+  StrictArbiter arbiter;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&arbiter);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  SessionOptions options;
+  options.address = absl::StrCat("127.0.0.1:", port);
+  options.device_id = kDevice;
+  options.backoff = FastBackoff();
+  options.election_id = {0, 20};
+  auto primary = std::make_unique<SwitchSession>(options);
+  options.election_id = {0, 10};
+  SwitchSession backup(options);
+  ASSERT_TRUE(primary->Connect().ok());
+  ASSERT_TRUE(primary->AwaitPrimary(kWait));
+  ASSERT_TRUE(backup.Connect().ok());
+  EXPECT_FALSE(backup.IsPrimary());
+  primary.reset();
+  ASSERT_TRUE(backup.AwaitPrimary(kWait));
+  // Highest seen (20) + its own id (10).
+  EXPECT_EQ(backup.state().election_id, (ElectionId{0, 30}));
+  backup.Disconnect();
+  server->Shutdown();
 }
 
 // --- Writes ---
