@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "server/cmd_job.h"
+#include "server/cmd_switch.h"
 #include "server/cmd_topo.h"
 
 namespace inac::server {
@@ -16,6 +17,7 @@ int Main(int argc, char** argv) {
   // Verbs: (one include above and one Add*Command call here per verb)
   AddTopoCommand(app);
   AddJobCommand(app);
+  AddSwitchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
