@@ -53,6 +53,8 @@ class P4RuntimeSwitchClient : public SwitchClient {
 
   // Blocks until this client is primary or `timeout` passes; returns IsPrimary().
   bool AwaitPrimary(absl::Duration timeout) const { return session_->AwaitPrimary(timeout); }
+  // Blocks until this client is not primary or `timeout` passes; returns !IsPrimary().
+  bool AwaitNotPrimary(absl::Duration timeout) const { return session_->AwaitNotPrimary(timeout); }
   // Arbitration details (election id in use, last stream error) for status pages.
   ArbitrationState arbitration() const { return session_->state(); }
   uint64_t cookie() const { return cookie_; }

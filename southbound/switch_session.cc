@@ -127,6 +127,13 @@ bool SwitchSession::AwaitPrimary(absl::Duration timeout) const {
   return primary_;
 }
 
+bool SwitchSession::AwaitNotPrimary(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto not_primary = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !primary_; };
+  mu_.AwaitWithTimeout(absl::Condition(&not_primary), timeout);
+  return !primary_;
+}
+
 bool SwitchSession::AwaitConnected(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   mu_.AwaitWithTimeout(absl::Condition(&connected_), timeout);

@@ -117,6 +117,9 @@ class SwitchSession {
 
   // Blocks until this session is primary or `timeout` passes; returns IsPrimary().
   bool AwaitPrimary(absl::Duration timeout) const;
+  // Blocks until this session is not primary (the switch has told it about a higher election id,
+  // or the stream ended) or `timeout` passes; returns !IsPrimary().
+  bool AwaitNotPrimary(absl::Duration timeout) const;
   // Blocks until the session is connected (primary or backup) or `timeout` passes.
   bool AwaitConnected(absl::Duration timeout) const;
 

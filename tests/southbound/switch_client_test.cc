@@ -147,9 +147,8 @@ TEST(SwitchSessionTest, HigherElectionIdWritesLowerIsRefused) {
   ASSERT_TRUE(low.Connect().ok());
   ASSERT_TRUE(high.Connect().ok());
   ASSERT_TRUE(high.AwaitPrimary(kWait));
-  // The switch tells the lower one it is a backup.
-  EXPECT_TRUE(low.AwaitConnected(kWait));
-  EXPECT_FALSE(low.IsPrimary());
+  // The switch tells the lower one it is a backup (it was primary until `high` arrived).
+  EXPECT_TRUE(low.AwaitNotPrimary(kWait));
 
   P4InfoIndex p4info = *P4InfoIndex::EmbeddedIna();
   EXPECT_EQ(low.SetPipeline(p4info.p4info(), "", 1).code(), absl::StatusCode::kPermissionDenied);
@@ -492,7 +491,7 @@ TEST_F(ReconcileTest, RepairsTamperingByAnotherController) {
     SwitchSession intruder(Session(*sw_, {0, 1000}));
     ASSERT_TRUE(intruder.Connect().ok());
     ASSERT_TRUE(intruder.AwaitPrimary(kWait));
-    EXPECT_FALSE(client_->IsPrimary());
+    ASSERT_TRUE(client_->AwaitNotPrimary(kWait));  // the switch told it about the intruder
     EXPECT_EQ(client_->Reconcile(MakeIntent(3, 3)).status().code(),
               absl::StatusCode::kPermissionDenied)
         << "a backup must not be able to write";
@@ -526,6 +525,7 @@ TEST_F(ReconcileTest, RestoresTheFullIntentAfterTheSwitchRestarts) {
   const std::string address = sw_->address();
   sw_->Shutdown();
   sw_.reset();
+  ASSERT_TRUE(client_->AwaitNotPrimary(kWait));  // the client saw its stream end
   auto restarted = StartSwitch(address);  // same port, empty state, no pipeline
   ASSERT_NE(restarted, nullptr);
   sw_ = std::move(restarted);
