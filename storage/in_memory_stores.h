@@ -1,0 +1,60 @@
+// In-memory implementation of core/ports.h for unit tests of the scheduler-facing, southbound and
+// server code (fakes, not mocks: STYLE.md). Same semantics as SqliteStorage -- both pass
+// tests/storage/store_contract_test.cc -- except durability: everything is lost with the object.
+//
+// Thread safety: all methods may be called from any thread; one mutex guards all state, so every
+// write is atomic and ReadSnapshot is consistent.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "core/ports.h"
+
+namespace inac::storage {
+
+class InMemoryStorage final : public core::Storage {
+ public:
+  InMemoryStorage();
+  ~InMemoryStorage() override;
+
+  core::TopologyStore& topology() override;
+  core::JobStore& jobs() override;
+  core::PlanStore& plans() override;
+  core::SwitchStateStore& switch_states() override;
+  core::EventLog& events() override;
+  absl::StatusOr<core::Snapshot> ReadSnapshot() override;
+
+  // Fault injection for tests of callers: the next `count` write calls (of any store) return
+  // `status` and change nothing. Reads are unaffected.
+  void FailNextWrites(absl::Status status, int count = 1);
+
+  // The shared state; public so the store classes in the .cc can reach it.
+  struct State {
+    std::optional<core::TopologyRecord> topology;
+    std::map<core::JobId, core::Job> jobs;
+    core::JobId last_job_id = 0;
+    std::map<std::string, std::pair<core::JobId, std::string>> idempotency;  // key -> job, hash
+    std::map<int64_t, core::PlanRecord> plans;
+    std::map<int64_t, std::vector<core::SwitchIntent>> intents;
+    std::map<std::string, core::SwitchState> switch_states;
+    std::map<int64_t, core::Event> events;
+    int64_t last_seq = 0;
+    absl::Status injected_error;
+    int injected_count = 0;
+  };
+  class Stores;
+
+ private:
+  absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Stores> stores_;
+};
+
+}  // namespace inac::storage

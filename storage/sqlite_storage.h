@@ -1,0 +1,117 @@
+// core/ports.h on SQLite (issue 3). Schema: storage/migrations/*.sql; guarantees and fault
+// behaviour: docs/storage.md.
+//
+// Durability: a write that returned OK is in the WAL and fsynced (synchronous=FULL) -- it survives
+// a process kill and a power cut. Each write method is one BEGIN IMMEDIATE transaction on the
+// single writer connection; reads (and ReadSnapshot) are one read transaction each on a reader
+// connection, so they never block writes and never see half a write.
+//
+// Thread safety: every class here is safe to use from any thread (see SqliteDatabase).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/ports.h"
+#include "storage/sqlite_database.h"
+
+namespace inac::storage {
+
+class SqliteTopologyStore final : public core::TopologyStore {
+ public:
+  explicit SqliteTopologyStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  absl::StatusOr<std::optional<core::TopologyRecord>> Get() override;
+  absl::StatusOr<int64_t> Put(const core::Topology& topology, int64_t now_ms,
+                              std::optional<int64_t> expected_version,
+                              const std::vector<core::Event>& events) override;
+
+ private:
+  SqliteDatabase* db_;
+};
+
+class SqliteJobStore final : public core::JobStore {
+ public:
+  explicit SqliteJobStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  absl::StatusOr<core::CreateJobResult> Create(
+      const core::JobSpec& spec, int64_t now_ms,
+      const std::optional<core::IdempotencyKey>& idempotency,
+      const std::vector<core::Event>& events) override;
+  absl::StatusOr<core::Job> Get(core::JobId id) override;
+  absl::StatusOr<core::Job> Update(core::JobId id, const core::JobUpdate& update, int64_t now_ms,
+                                   const std::vector<core::Event>& events) override;
+  absl::Status UpdateMany(const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates,
+                          int64_t now_ms, const std::vector<core::Event>& events) override;
+  absl::StatusOr<core::JobPage> List(const core::JobFilter& filter) override;
+  absl::StatusOr<std::map<core::JobState, int64_t>> CountByState() override;
+
+ private:
+  SqliteDatabase* db_;
+};
+
+class SqlitePlanStore final : public core::PlanStore {
+ public:
+  explicit SqlitePlanStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  absl::StatusOr<int64_t> Save(const core::Plan& plan,
+                               const std::vector<core::SwitchIntent>& intents, int64_t now_ms,
+                               const std::vector<core::Event>& events) override;
+  absl::StatusOr<std::optional<core::PlanRecord>> Latest() override;
+  absl::StatusOr<core::PlanRecord> Get(int64_t version) override;
+  absl::StatusOr<std::vector<core::SwitchIntent>> Intents(int64_t version) override;
+  absl::StatusOr<int64_t> Prune(int64_t keep_last) override;
+
+ private:
+  SqliteDatabase* db_;
+};
+
+class SqliteSwitchStateStore final : public core::SwitchStateStore {
+ public:
+  explicit SqliteSwitchStateStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  absl::StatusOr<std::optional<core::SwitchState>> Get(const std::string& switch_id) override;
+  absl::StatusOr<std::vector<core::SwitchState>> List() override;
+  absl::Status Put(const core::SwitchState& state,
+                   const std::vector<core::Event>& events) override;
+  absl::StatusOr<uint64_t> MaxElectionId() override;
+
+ private:
+  SqliteDatabase* db_;
+};
+
+class SqliteEventLog final : public core::EventLog {
+ public:
+  explicit SqliteEventLog(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  absl::StatusOr<int64_t> Append(const core::Event& event) override;
+  absl::StatusOr<std::vector<core::Event>> List(const core::EventFilter& filter) override;
+  absl::StatusOr<int64_t> LastSeq() override;
+  absl::StatusOr<int64_t> Trim(int64_t keep_last) override;
+
+ private:
+  SqliteDatabase* db_;
+};
+
+class SqliteStorage final : public core::Storage {
+ public:
+  // Opens `path` with SqliteDatabase::Open (lock, schema checks, migrations; errors name the
+  // file and leave it untouched).
+  static absl::StatusOr<std::unique_ptr<SqliteStorage>> Open(const std::string& path,
+                                                             const SqliteOptions& options = {});
+
+  core::TopologyStore& topology() override { return topology_; }
+  core::JobStore& jobs() override { return jobs_; }
+  core::PlanStore& plans() override { return plans_; }
+  core::SwitchStateStore& switch_states() override { return switch_states_; }
+  core::EventLog& events() override { return events_; }
+  absl::StatusOr<core::Snapshot> ReadSnapshot() override;
+
+  SqliteDatabase& database() { return *db_; }
+
+ private:
+  explicit SqliteStorage(std::unique_ptr<SqliteDatabase> db);
+  std::unique_ptr<SqliteDatabase> db_;
+  SqliteTopologyStore topology_;
+  SqliteJobStore jobs_;
+  SqlitePlanStore plans_;
+  SqliteSwitchStateStore switch_states_;
+  SqliteEventLog events_;
+};
+
+}  // namespace inac::storage
