@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "server/cmd_db.h"
 #include "server/cmd_job.h"
 #include "server/cmd_switch.h"
 #include "server/cmd_topo.h"
@@ -17,6 +18,7 @@ int Main(int argc, char** argv) {
   // Verbs: (one include above and one Add*Command call here per verb)
   AddTopoCommand(app);
   AddJobCommand(app);
+  AddDbCommand(app);
   AddSwitchCommand(app);
   try {
     app.parse(argc, argv);
