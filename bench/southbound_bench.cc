@@ -89,9 +89,8 @@ int main() {
   std::vector<p4::v1::Update> updates;
   updates.reserve(kEntries);
   for (int i = 0; i < kEntries; ++i) {
-    inac::core::AggregationInputIntent input{static_cast<uint32_t>(8 * (1 + i / 200)),
-                                             1 + i / 200, 0x0a000000u + i,
-                                             static_cast<uint32_t>(i % 200)};
+    inac::core::AggregationInputIntent input{static_cast<uint32_t>(8 * (1 + i / 200)), 1 + i / 200,
+                                             0x0a000000u + i, static_cast<uint32_t>(i % 200)};
     p4::v1::Update update;
     update.set_type(p4::v1::Update::INSERT);
     *update.mutable_entity() = *translator->InputEntry(input);
@@ -124,9 +123,9 @@ int main() {
 
   // --- Reconcile a switch holding ~10,000 entries. ---
   const inac::core::SwitchIntent intent = MakeIntent(/*jobs=*/286, /*inputs=*/16);
-  const int64_t entities = static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() +
-                                                intent.routes.size() +
-                                                intent.multicast_groups.size());
+  const int64_t entities =
+      static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+                           intent.multicast_groups.size());
   inac::core::SwitchIntent drifted = intent;  // 10% of the routes move to another port
   for (size_t i = 0; i < drifted.routes.size(); i += 5) {
     if (drifted.routes[i].egress_port != 0) drifted.routes[i].egress_port += 100;

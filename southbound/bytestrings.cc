@@ -56,6 +56,8 @@ bool FitsBitwidth(std::string_view bytes, int bitwidth) {
   return bits <= bitwidth;
 }
 
-std::string HexBytes(std::string_view bytes) { return absl::BytesToHexString(absl::string_view(bytes.data(), bytes.size())); }
+std::string HexBytes(std::string_view bytes) {
+  return absl::BytesToHexString(absl::string_view(bytes.data(), bytes.size()));
+}
 
 }  // namespace inac::southbound

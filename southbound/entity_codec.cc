@@ -74,8 +74,7 @@ p4::v1::TableEntry CanonicalTableEntry(const p4::v1::TableEntry& in) {
   return out;
 }
 
-absl::StatusOr<p4::v1::MulticastGroupEntry> CanonicalGroup(
-    const p4::v1::MulticastGroupEntry& in) {
+absl::StatusOr<p4::v1::MulticastGroupEntry> CanonicalGroup(const p4::v1::MulticastGroupEntry& in) {
   p4::v1::MulticastGroupEntry out;
   out.set_multicast_group_id(in.multicast_group_id());
   for (const auto& replica : in.replicas()) {
@@ -176,8 +175,8 @@ std::string EntityKey(const p4::v1::Entity& canonical) {
     }
     case p4::v1::Entity::kPacketReplicationEngineEntry:
       return absl::StrCat(
-          "m", canonical.packet_replication_engine_entry().multicast_group_entry()
-                   .multicast_group_id());
+          "m",
+          canonical.packet_replication_engine_entry().multicast_group_entry().multicast_group_id());
     case p4::v1::Entity::kCounterEntry:
       return absl::StrCat("c", canonical.counter_entry().counter_id(), ":",
                           canonical.counter_entry().index().index());

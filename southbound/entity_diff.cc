@@ -33,9 +33,8 @@ p4::v1::Entity DeleteForm(const p4::v1::Entity& canonical) {
   p4::v1::Entity out;
   out.mutable_packet_replication_engine_entry()
       ->mutable_multicast_group_entry()
-      ->set_multicast_group_id(canonical.packet_replication_engine_entry()
-                                   .multicast_group_entry()
-                                   .multicast_group_id());
+      ->set_multicast_group_id(
+          canonical.packet_replication_engine_entry().multicast_group_entry().multicast_group_id());
   return out;
 }
 

@@ -70,8 +70,8 @@ absl::StatusOr<ReconcileStats> IntentReconciler::Reconcile(const core::SwitchInt
   INAC_RETURN_IF_ERROR(ApplyPhase(*session_, diff.modifies, &stats.modified, stats));
   INAC_RETURN_IF_ERROR(ApplyPhase(*session_, diff.inserts, &stats.inserted, stats));
   if (stats.failed > static_cast<int64_t>(stats.errors.size())) {
-    stats.errors.push_back(absl::StrCat("... and ", stats.failed - stats.errors.size(),
-                                        " more refused updates"));
+    stats.errors.push_back(
+        absl::StrCat("... and ", stats.failed - stats.errors.size(), " more refused updates"));
   }
   return stats;
 }

@@ -20,8 +20,8 @@ absl::StatusOr<std::string> Encode(int64_t value, const FieldInfo& field, absl::
   }
   auto bytes = EncodeField(static_cast<uint64_t>(value), field.bitwidth);
   if (!bytes.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " ", value, " does not fit bit<",
-                                                   field.bitwidth, ">"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", value, " does not fit bit<", field.bitwidth, ">"));
   }
   return bytes;
 }
@@ -109,11 +109,10 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::JobEntry(
   }
   INAC_RETURN_IF_ERROR(AddParam(action, job_.mcast_grp, job.multicast_group, ctx + "mcast_grp"));
   INAC_RETURN_IF_ERROR(AddParam(action, job_.agg_base, job.aggregator_base, ctx + "agg_base"));
-  INAC_RETURN_IF_ERROR(
-      AddParam(action, job_.agg_count, job.aggregator_count, ctx + "agg_count"));
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.agg_count, job.aggregator_count, ctx + "agg_count"));
   // int32 priority travels as its two's complement bit<32>.
-  INAC_RETURN_IF_ERROR(AddParam(action, job_.priority, static_cast<uint32_t>(job.priority),
-                                ctx + "priority"));
+  INAC_RETURN_IF_ERROR(
+      AddParam(action, job_.priority, static_cast<uint32_t>(job.priority), ctx + "priority"));
   INAC_RETURN_IF_ERROR(
       AddParam(action, job_.upstream, job.upstream_address, ctx + "upstream_addr"));
   entry.set_metadata(absl::StrCat(job.job_id));
@@ -173,8 +172,7 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::MulticastGroup(
         absl::StrCat("job ", group.job_id, ": multicast group id 0 is reserved"));
   }
   p4::v1::Entity entity;
-  auto& entry =
-      *entity.mutable_packet_replication_engine_entry()->mutable_multicast_group_entry();
+  auto& entry = *entity.mutable_packet_replication_engine_entry()->mutable_multicast_group_entry();
   entry.set_multicast_group_id(group.group_id);
   std::vector<uint32_t> ports = group.egress_ports;
   std::sort(ports.begin(), ports.end());
@@ -279,10 +277,9 @@ std::vector<AggregationCounters> IntentTranslator::DecodeCounters(
   for (const auto& job : intent.jobs) {
     if (job.multicast_group == 0) continue;
     const int64_t index = job.multicast_group;
-    out.push_back(AggregationCounters{job.tag, job.job_id, job.multicast_group,
-                                      cell(counters_.aggregated, index),
-                                      cell(counters_.preempted, index),
-                                      cell(counters_.fallback, index)});
+    out.push_back(AggregationCounters{
+        job.tag, job.job_id, job.multicast_group, cell(counters_.aggregated, index),
+        cell(counters_.preempted, index), cell(counters_.fallback, index)});
   }
   return out;
 }

@@ -11,8 +11,9 @@
 //   MulticastGroupIntent   -> MulticastGroupEntry{group_id, one replica per egress port,
 //                             instance 0}
 // Every table entry carries TableEntry.metadata = the owning job id in decimal text. Counters
-// job_aggregated / job_preempted / job_fallback are indexed by the tag's multicast group. All ids come from
-// the P4Info by name, resolved once in Create. Output entities are canonical (entity_codec.h).
+// job_aggregated / job_preempted / job_fallback are indexed by the tag's multicast group. All ids
+// come from the P4Info by name, resolved once in Create. Output entities are canonical
+// (entity_codec.h).
 #pragma once
 
 #include <cstdint>

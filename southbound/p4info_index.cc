@@ -79,8 +79,7 @@ absl::StatusOr<P4InfoIndex> P4InfoIndex::FromFile(const std::string& path) {
   buffer << in.rdbuf();
   auto index = FromText(buffer.str());
   if (!index.ok()) {
-    return absl::Status(index.status().code(),
-                        absl::StrCat(path, ": ", index.status().message()));
+    return absl::Status(index.status().code(), absl::StrCat(path, ": ", index.status().message()));
   }
   return index;
 }
@@ -93,9 +92,8 @@ absl::StatusOr<P4InfoIndex> P4InfoIndex::FromProto(P4Info p4info) {
   auto claim_id = [&](const p4::config::v1::Preamble& preamble) -> absl::Status {
     auto [it, inserted] = all_ids.emplace(preamble.id(), preamble.name());
     if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat("P4Info: id ", preamble.id(),
-                                                     " is used by '", it->second, "' and '",
-                                                     preamble.name(), "'"));
+      return absl::InvalidArgumentError(absl::StrCat("P4Info: id ", preamble.id(), " is used by '",
+                                                     it->second, "' and '", preamble.name(), "'"));
     }
     return absl::OkStatus();
   };
@@ -140,8 +138,8 @@ absl::StatusOr<FieldInfo> P4InfoIndex::MatchField(uint32_t table_id,
   for (const auto& match : table->match_fields()) {
     if (match.name() == field) return FieldInfo{match.id(), match.bitwidth()};
   }
-  return absl::NotFoundError(absl::StrCat("table '", table->preamble().name(),
-                                          "' has no match field '", field, "'"));
+  return absl::NotFoundError(
+      absl::StrCat("table '", table->preamble().name(), "' has no match field '", field, "'"));
 }
 
 absl::StatusOr<FieldInfo> P4InfoIndex::ActionParam(uint32_t action_id,
@@ -153,8 +151,8 @@ absl::StatusOr<FieldInfo> P4InfoIndex::ActionParam(uint32_t action_id,
   for (const auto& p : action->params()) {
     if (p.name() == param) return FieldInfo{p.id(), p.bitwidth()};
   }
-  return absl::NotFoundError(absl::StrCat("action '", action->preamble().name(),
-                                          "' has no parameter '", param, "'"));
+  return absl::NotFoundError(
+      absl::StrCat("action '", action->preamble().name(), "' has no parameter '", param, "'"));
 }
 
 const p4::config::v1::Table* P4InfoIndex::FindTable(uint32_t id) const {

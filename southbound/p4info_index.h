@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "p4/config/v1/p4info.pb.h"
 
 namespace inac::southbound {

@@ -28,10 +28,9 @@ absl::StatusOr<std::unique_ptr<P4RuntimeSwitchClient>> P4RuntimeSwitchClient::Cr
                                            ? P4InfoIndex::EmbeddedIna()
                                            : P4InfoIndex::FromText(options.p4info_text);
   if (!p4info.ok()) return p4info.status();
-  const uint64_t cookie = options.cookie.value_or(
-      Fnv1a64(p4info->Fingerprint(), options.device_config));
-  INAC_ASSIGN_OR_RETURN(IntentTranslator translator,
-                        IntentTranslator::Create(*std::move(p4info)));
+  const uint64_t cookie =
+      options.cookie.value_or(Fnv1a64(p4info->Fingerprint(), options.device_config));
+  INAC_ASSIGN_OR_RETURN(IntentTranslator translator, IntentTranslator::Create(*std::move(p4info)));
   return std::unique_ptr<P4RuntimeSwitchClient>(new P4RuntimeSwitchClient(
       std::move(options), std::make_unique<IntentTranslator>(std::move(translator)), cookie));
 }
@@ -54,12 +53,10 @@ void P4RuntimeSwitchClient::Disconnect() { session_->Disconnect(); }
 
 absl::StatusOr<bool> P4RuntimeSwitchClient::EnsurePipeline() {
   absl::MutexLock lock(&mu_);
-  return session_->EnsurePipeline(translator_->p4info().p4info(), options_.device_config,
-                                  cookie_);
+  return session_->EnsurePipeline(translator_->p4info().p4info(), options_.device_config, cookie_);
 }
 
-absl::StatusOr<ReconcileStats> P4RuntimeSwitchClient::Reconcile(
-    const core::SwitchIntent& intent) {
+absl::StatusOr<ReconcileStats> P4RuntimeSwitchClient::Reconcile(const core::SwitchIntent& intent) {
   absl::MutexLock lock(&mu_);
   return reconciler_->Reconcile(intent);
 }

@@ -22,8 +22,8 @@ struct ReconcileStats {
   int64_t deleted = 0;
   int64_t modified = 0;
   int64_t inserted = 0;
-  int64_t failed = 0;     // updates the switch refused (see `errors`)
-  int64_t batches = 0;    // Write RPCs sent
+  int64_t failed = 0;   // updates the switch refused (see `errors`)
+  int64_t batches = 0;  // Write RPCs sent
   // One line per refused update (at most 20, then a summary line), e.g.
   // "INSERT table_entry{...}: ALREADY_EXISTS: ...".
   std::vector<std::string> errors;
@@ -47,9 +47,9 @@ struct AggregationCounters {
   uint32_t tag = 0;
   core::JobId job_id = 0;
   uint32_t multicast_group = 0;  // the counter index
-  CounterValue aggregated;  // packets summed into an aggregator
-  CounterValue preempted;   // partial aggregates evicted by a higher-priority tag (ESA)
-  CounterValue fallback;    // packets sent on unaggregated to the PS
+  CounterValue aggregated;       // packets summed into an aggregator
+  CounterValue preempted;        // partial aggregates evicted by a higher-priority tag (ESA)
+  CounterValue fallback;         // packets sent on unaggregated to the PS
 
   bool operator==(const AggregationCounters&) const = default;
 };

@@ -82,10 +82,9 @@ absl::Status SwitchSession::Connect() {
                         absl::StrCat("P4Runtime stream to device ", options_.device_id, " at ",
                                      options_.address, ": ", last_error_.message()));
   }
-  return absl::DeadlineExceededError(absl::StrCat("device ", options_.device_id, " at ",
-                                                  options_.address,
-                                                  " did not answer arbitration within ",
-                                                  absl::FormatDuration(options_.connect_timeout)));
+  return absl::DeadlineExceededError(absl::StrCat(
+      "device ", options_.device_id, " at ", options_.address,
+      " did not answer arbitration within ", absl::FormatDuration(options_.connect_timeout)));
 }
 
 void SwitchSession::Disconnect() {
@@ -117,7 +116,7 @@ bool SwitchSession::IsPrimary() const {
 
 ArbitrationState SwitchSession::state() const {
   absl::MutexLock lock(&mu_);
-  return ArbitrationState{connected_,    primary_,   election_id_,
+  return ArbitrationState{connected_,    primary_,    election_id_,
                           highest_seen_, last_error_, streams_opened_};
 }
 

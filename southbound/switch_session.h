@@ -65,7 +65,7 @@ struct ElectionId {
 ElectionId operator+(ElectionId a, ElectionId b);
 
 struct SessionOptions {
-  std::string address;  // "host:port"; ignored when `channel` is set
+  std::string address;                     // "host:port"; ignored when `channel` is set
   std::shared_ptr<grpc::Channel> channel;  // optional, e.g. an in-process channel
   uint64_t device_id = 1;
   ElectionId election_id{0, 1};  // must be unique among the device's controllers

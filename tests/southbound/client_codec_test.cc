@@ -99,8 +99,7 @@ TEST(P4InfoIndexTest, UnknownNamesAreNotFoundWithTheName) {
   EXPECT_NE(table.status().message().find("no_such_table"), std::string::npos);
   EXPECT_EQ(index->MatchField(0x02000001, "hdr.bogus").status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(index->ActionParam(0x01000001, "bogus").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(index->ActionParam(0x01000001, "bogus").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(index->MatchField(42, "x").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(P4InfoIndex::FromFile("/nonexistent/p4info.txtpb").status().code(),
             absl::StatusCode::kNotFound);
@@ -185,13 +184,13 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   const auto& set_job = job.action().action();
   EXPECT_EQ(set_job.action_id(), 0x01000001u);
   ASSERT_EQ(set_job.params_size(), 7);
-  EXPECT_EQ(set_job.params(0).value(), B({2}));                  // fan_in
-  EXPECT_EQ(set_job.params(1).value(), B({3}));                  // input_bitmap
-  EXPECT_EQ(set_job.params(2).value(), B({58}));                 // mcast_grp
-  EXPECT_EQ(set_job.params(3).value(), B({0}));                  // agg_base
-  EXPECT_EQ(set_job.params(4).value(), B({1, 0}));               // agg_count
+  EXPECT_EQ(set_job.params(0).value(), B({2}));                       // fan_in
+  EXPECT_EQ(set_job.params(1).value(), B({3}));                       // input_bitmap
+  EXPECT_EQ(set_job.params(2).value(), B({58}));                      // mcast_grp
+  EXPECT_EQ(set_job.params(3).value(), B({0}));                       // agg_base
+  EXPECT_EQ(set_job.params(4).value(), B({1, 0}));                    // agg_count
   EXPECT_EQ(set_job.params(5).value(), B({0xff, 0xff, 0xff, 0xfe}));  // priority -2
-  EXPECT_EQ(set_job.params(6).value(), B({0x0a, 0, 0, 0x64}));   // upstream_addr
+  EXPECT_EQ(set_job.params(6).value(), B({0x0a, 0, 0, 0x64}));        // upstream_addr
 
   // ina_worker entries.
   const auto& input = (*entities)[3].table_entry();
@@ -291,10 +290,10 @@ TEST_F(TranslatorTest, DiffDeletesRoutesBeforeGroupsAndInsertsGroupsFirst) {
   auto old_entities = translator_->Translate(SampleIntent());
   ASSERT_TRUE(old_entities.ok());
   core::SwitchIntent next = SampleIntent();
-  next.jobs[0].aggregator_count = 128;           // modify
-  next.routes.erase(next.routes.begin());        // delete (key gone)
+  next.jobs[0].aggregator_count = 128;     // modify
+  next.routes.erase(next.routes.begin());  // delete (key gone)
   next.routes.push_back(core::RouteIntent{57, 7, 0x0a000003, 0x0a000064, 4, 0});  // insert
-  next.multicast_groups.push_back(core::MulticastGroupIntent{90, 8, {5}});          // insert
+  next.multicast_groups.push_back(core::MulticastGroupIntent{90, 8, {5}});        // insert
   auto desired = translator_->Translate(next);
   ASSERT_TRUE(desired.ok());
   // Something INAC does not own must be left alone.
@@ -359,8 +358,7 @@ TEST(WriteStatusTest, RpcWideErrorsAreNotSpreadOverUpdates) {
 }
 
 TEST(WriteStatusTest, SingleUpdateWithoutDetailsTakesTheTopLevelCode) {
-  auto decoded =
-      DecodeWriteStatus(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "exists"), 1);
+  auto decoded = DecodeWriteStatus(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "exists"), 1);
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ((*decoded)[0].code(), absl::StatusCode::kAlreadyExists);
   auto ok = DecodeWriteStatus(grpc::Status::OK, 2);

@@ -352,8 +352,13 @@ TEST(SwitchSessionTest, OneFailingUpdateInABatchReportsExactlyThatUpdate) {
   for (auto& e : *entities) updates.push_back(Insert(e));
   // Update 4 (an ina_worker entry) gets an input index that does not fit bit<8>.
   ASSERT_EQ(updates[4].entity().table_entry().table_id(), t.worker_table_id());
-  updates[4].mutable_entity()->mutable_table_entry()->mutable_action()->mutable_action()
-      ->mutable_params(0)->set_value(std::string(2, '\xff'));
+  updates[4]
+      .mutable_entity()
+      ->mutable_table_entry()
+      ->mutable_action()
+      ->mutable_action()
+      ->mutable_params(0)
+      ->set_value(std::string(2, '\xff'));
   auto results = session.Write(updates);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), updates.size());
@@ -468,8 +473,8 @@ TEST_F(ReconcileTest, FirstRunInsertsEverythingSecondWritesNothing) {
 TEST_F(ReconcileTest, MovesToANewIntentWithDeletesModifiesAndInserts) {
   ASSERT_TRUE(client_->Reconcile(MakeIntent(3, 4)).ok());
   core::SwitchIntent next = MakeIntent(2, 4, 2);  // job 102 leaves
-  next.jobs[0].priority = 9;                       // job 100 changes priority
-  next.routes[0].egress_port = 31;                 // a route changes port
+  next.jobs[0].priority = 9;                      // job 100 changes priority
+  next.routes[0].egress_port = 31;                // a route changes port
   next.inputs.push_back(core::AggregationInputIntent{800, 100, 0x0c000001, 5});  // a new input
   auto stats = client_->Reconcile(next);
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -497,8 +502,8 @@ TEST_F(ReconcileTest, RepairsTamperingByAnotherController) {
         << "a backup must not be able to write";
     core::SwitchIntent tampered = intent;
     tampered.routes.push_back(core::RouteIntent{1, 1, 1, 1, 1, 0});  // extra
-    tampered.inputs.erase(tampered.inputs.begin());                   // missing
-    tampered.jobs[1].aggregator_count = 1;                            // changed
+    tampered.inputs.erase(tampered.inputs.begin());                  // missing
+    tampered.jobs[1].aggregator_count = 1;                           // changed
     tampered.multicast_groups.push_back(core::MulticastGroupIntent{999, 1, {7}});
     IntentReconciler tamper(&intruder, &translator_);
     auto stats = tamper.Reconcile(tampered);
@@ -526,7 +531,7 @@ TEST_F(ReconcileTest, RestoresTheFullIntentAfterTheSwitchRestarts) {
   sw_->Shutdown();
   sw_.reset();
   ASSERT_TRUE(client_->AwaitNotPrimary(kWait));  // the client saw its stream end
-  auto restarted = StartSwitch(address);  // same port, empty state, no pipeline
+  auto restarted = StartSwitch(address);         // same port, empty state, no pipeline
   ASSERT_NE(restarted, nullptr);
   sw_ = std::move(restarted);
   observer_ = std::make_unique<SwitchSession>(Session(*sw_, {0, 1}));
