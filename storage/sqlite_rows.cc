@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "storage/job_spec_codec.h"
 
 namespace inac::storage::rows {
 
@@ -38,11 +39,11 @@ absl::StatusOr<core::Job> JobFromRow(SQLite::Statement& row) {
   std::optional<core::JobState> parsed = core::ParseJobState(state);
   if (!parsed) return absl::DataLossError(absl::StrCat("job ", job.id, ": bad state ", state));
   job.state = *parsed;
-  std::string what = absl::StrCat("spec of job ", job.id);
-  INAC_ASSIGN_OR_RETURN(core::Json spec, ParseStored(row.getColumn(2).getString(), what));
-  std::vector<core::Problem> problems;
-  job.spec = core::JobSpecFromJson(spec, "", &problems);
-  INAC_RETURN_IF_ERROR(DecodeProblems(problems, what));
+  absl::StatusOr<core::JobSpec> spec = DecodeStoredJobSpec(row.getColumn(2).getString());
+  if (!spec.ok()) {
+    return absl::DataLossError(absl::StrCat("job ", job.id, ": ", spec.status().message()));
+  }
+  job.spec = std::move(*spec);
   job.iterations_done = row.getColumn(3).getInt64();
   if (!row.getColumn(4).isNull()) job.loss = row.getColumn(4).getDouble();
   job.failure_reason = row.getColumn(5).getString();
