@@ -1,0 +1,428 @@
+#include "scheduler/model/flow_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace inac::scheduler {
+namespace {
+
+constexpr double kRelTol = 1e-9;
+
+void Add(std::map<int, double>& m, int r, double c) {
+  if (c != 0) m[r] += c;
+}
+
+std::vector<std::pair<int, double>> ToVector(const std::map<int, double>& m) {
+  std::vector<std::pair<int, double>> v;
+  v.reserve(m.size());
+  for (const auto& [r, c] : m) {
+    if (c > 0) v.emplace_back(r, c);
+  }
+  return v;
+}
+
+double TransferMs(int64_t bytes, double gbps) {
+  if (bytes <= 0 || std::isinf(gbps)) return 0;
+  if (gbps <= 0) return kUnbounded;
+  return static_cast<double>(bytes) * 8.0 / (gbps * 1e6);
+}
+
+}  // namespace
+
+JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
+  const core::Graph& g = network.graph();
+  std::map<int, double> share;
+  for (const auto& [ps, x] : job.shares) share[ps] += x;
+  auto share_of = [&](int ps) {
+    auto it = share.find(ps);
+    return it == share.end() ? 0.0 : it->second;
+  };
+  std::map<std::pair<int, int>, double> stream_fraction;  // (switch, ps) -> largest fraction
+  std::map<std::pair<int, int>, double> stream_latency;
+  std::map<int, std::set<int>> tree;  // ps -> down arcs
+  std::map<int, double> up;
+  for (const RoutedStream& st : job.streams) {
+    double lat = 0;
+    for (int a : st.arcs) lat += network.latency_us(a);
+    stream_latency[{st.sw, st.ps}] = lat;
+  }
+  JobUsage usage;
+  double max_route_us = 0;
+  for (const RoutedFlow& f : job.flows) {
+    double c = share_of(f.ps) * f.fraction;
+    if (c <= 0) continue;
+    double lat = 0;
+    for (int a : f.arcs) {
+      Add(up, network.ArcResource(a), c);
+      lat += network.latency_us(a);
+      tree[f.ps].insert(Network::Reverse(a));
+    }
+    if (g.is_switch(f.agg)) {
+      Add(up, network.NodeResource(f.agg), c);
+      double& frac = stream_fraction[{f.agg, f.ps}];
+      frac = std::max(frac, f.fraction);
+      auto it = stream_latency.find({f.agg, f.ps});
+      if (it != stream_latency.end()) lat += it->second;
+    } else if (!f.arcs.empty()) {
+      Add(up, network.NodeResource(f.ps), c);
+    }
+    max_route_us = std::max(max_route_us, lat);
+  }
+  std::map<int, double> memory_coef;
+  for (const RoutedStream& st : job.streams) {
+    auto it = stream_fraction.find({st.sw, st.ps});
+    if (it == stream_fraction.end()) continue;  // nobody aggregates there: unused path
+    double c = share_of(st.ps) * it->second;
+    memory_coef[st.sw] += c;
+    if (st.arcs.empty()) continue;
+    for (int a : st.arcs) {
+      Add(up, network.ArcResource(a), c);
+      tree[st.ps].insert(Network::Reverse(a));
+    }
+    Add(up, network.NodeResource(st.ps), c);
+  }
+  std::map<int, double> down;
+  for (const auto& [ps, arcs] : tree) {
+    double x = share_of(ps);
+    for (int a : arcs) Add(down, network.ArcResource(a), x);
+  }
+  usage.up = ToVector(up);
+  usage.down = ToVector(down);
+  usage.rtt_us = 2 * max_route_us;
+  if (!job.aggregators.empty() && usage.rtt_us > 0) {
+    for (const auto& [sw, coef] : memory_coef) {
+      auto it = job.aggregators.find(sw);
+      if (it == job.aggregators.end() || coef <= 0) continue;
+      int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
+      double cap = static_cast<double>(it->second) * bytes * 8.0 / (usage.rtt_us * 1e3);
+      double limit = cap / coef;
+      if (limit < usage.memory_limit_gbps) {
+        usage.memory_limit_gbps = limit;
+        usage.memory_switch = sw;
+      }
+    }
+  }
+  return usage;
+}
+
+FairShare MaxMinFairRates(const std::vector<double>& capacity,
+                          const std::vector<VirtualFlow>& flows) {
+  const int n = static_cast<int>(flows.size());
+  FairShare out;
+  out.rates.assign(n, 0.0);
+  out.bottleneck.assign(n, -1);
+  std::vector<char> frozen(n, 0);
+  std::vector<double> remaining = capacity;
+  std::vector<double> sum(capacity.size(), 0.0);
+  std::vector<char> saturated(capacity.size(), 0);
+  int active = 0;
+  for (int f = 0; f < n; ++f) {
+    if (flows[f].coefficients.empty() && std::isinf(flows[f].limit)) {
+      out.rates[f] = kUnbounded;
+      frozen[f] = 1;
+    } else if (flows[f].limit <= 0) {
+      frozen[f] = 1;
+    } else {
+      ++active;
+    }
+  }
+  std::vector<int> touched;
+  while (active > 0) {
+    touched.clear();
+    for (int f = 0; f < n; ++f) {
+      if (frozen[f]) continue;
+      for (const auto& [r, c] : flows[f].coefficients) {
+        if (sum[r] == 0) touched.push_back(r);
+        sum[r] += c;
+      }
+    }
+    double delta = kUnbounded;
+    int argmin = -1;
+    for (int r : touched) {
+      double d = std::max(0.0, remaining[r]) / sum[r];
+      if (d < delta) {
+        delta = d;
+        argmin = r;
+      }
+    }
+    for (int f = 0; f < n; ++f) {
+      if (!frozen[f]) delta = std::min(delta, flows[f].limit - out.rates[f]);
+    }
+    if (std::isinf(delta)) break;  // cannot happen: every active flow has a coefficient or limit
+    delta = std::max(0.0, delta);
+    for (int f = 0; f < n; ++f) {
+      if (!frozen[f]) out.rates[f] += delta;
+    }
+    for (int r : touched) {
+      remaining[r] -= delta * sum[r];
+      if (remaining[r] <= kRelTol * std::max(1.0, capacity[r]) || r == argmin) {
+        if (r == argmin && delta * sum[r] >= remaining[r] - 1e-12) remaining[r] = 0;
+        if (remaining[r] <= kRelTol * std::max(1.0, capacity[r])) saturated[r] = 1;
+      }
+    }
+    int froze = 0;
+    for (int f = 0; f < n; ++f) {
+      if (frozen[f]) continue;
+      if (out.rates[f] >= flows[f].limit * (1 - kRelTol)) {
+        frozen[f] = 1;
+        ++froze;
+        continue;
+      }
+      for (const auto& [r, c] : flows[f].coefficients) {
+        if (saturated[r]) {
+          frozen[f] = 1;
+          out.bottleneck[f] = r;
+          ++froze;
+          break;
+        }
+      }
+    }
+    for (int r : touched) sum[r] = 0;
+    if (froze == 0) {
+      // Numerical corner: freeze the flows on the tightest resource so the loop terminates.
+      if (argmin < 0) break;
+      saturated[argmin] = 1;
+      for (int f = 0; f < n; ++f) {
+        if (frozen[f]) continue;
+        for (const auto& [r, c] : flows[f].coefficients) {
+          if (r == argmin) {
+            frozen[f] = 1;
+            out.bottleneck[f] = r;
+            ++froze;
+            break;
+          }
+        }
+      }
+      if (froze == 0) break;
+    }
+    active -= froze;
+  }
+  return out;
+}
+
+double SingleJobRate(const JobUsage& usage, const std::vector<double>& residual) {
+  double rate = usage.memory_limit_gbps;
+  for (const auto& [r, c] : usage.up) rate = std::min(rate, std::max(0.0, residual[r]) / c);
+  return rate;
+}
+
+Evaluation FlowEvaluator::Evaluate(const std::vector<RoutedJob>& jobs) const {
+  const Network& net = *network_;
+  std::vector<JobUsage> usages;
+  std::vector<VirtualFlow> up_flows, down_flows;
+  usages.reserve(jobs.size());
+  for (const RoutedJob& job : jobs) {
+    usages.push_back(ComputeUsage(net, job));
+    up_flows.push_back(VirtualFlow{usages.back().up, usages.back().memory_limit_gbps});
+    down_flows.push_back(VirtualFlow{usages.back().down, kUnbounded});
+  }
+  FairShare up = MaxMinFairRates(net.residuals(), up_flows);
+  FairShare down = MaxMinFairRates(net.residuals(), down_flows);
+  Evaluation ev;
+  ev.load_gbps.assign(net.num_resources(), 0.0);
+  ev.down_load_gbps.assign(net.num_resources(), 0.0);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const JobInput& in = net.input().jobs[jobs[j].job];
+    const JobUsage& u = usages[j];
+    JobEvaluation je;
+    je.job_id = in.id;
+    je.rate_gbps = up.rates[j];
+    je.down_gbps = down.rates[j];
+    je.rtt_us = u.rtt_us;
+    int b = up.bottleneck[j];
+    if (b >= 0) {
+      je.bottleneck = net.ResourceName(b);
+    } else if (u.memory_switch >= 0 && je.rate_gbps >= u.memory_limit_gbps * (1 - 1e-9)) {
+      je.bottleneck = absl::StrCat("memory ", net.graph().name(u.memory_switch));
+    }
+    je.comm_ms = std::max(TransferMs(in.spec.gradient_bytes, je.rate_gbps),
+                          TransferMs(in.spec.gradient_bytes, je.down_gbps));
+    double compute = in.spec.compute_ms;
+    int batch = jobs[j].batch_size > 0 ? jobs[j].batch_size : in.spec.batch_size;
+    if (in.spec.batch_size > 0 && batch > 0) compute *= static_cast<double>(batch) / in.spec.batch_size;
+    je.iteration_ms = compute + je.comm_ms;
+    je.jct_ms = JobCompletionMs(0, in.spec.iterations, je.iteration_ms);
+    if (!std::isinf(je.rate_gbps)) {
+      for (const auto& [r, c] : u.up) ev.load_gbps[r] += je.rate_gbps * c;
+    }
+    if (!std::isinf(je.down_gbps)) {
+      for (const auto& [r, c] : u.down) ev.down_load_gbps[r] += je.down_gbps * c;
+    }
+    ev.jobs.push_back(std::move(je));
+  }
+  return ev;
+}
+
+std::vector<double> FlowEvaluator::ResidualAfter(const std::vector<RoutedJob>& jobs) const {
+  std::vector<double> residual = network_->residuals();
+  if (jobs.empty()) return residual;
+  Evaluation ev = Evaluate(jobs);
+  for (size_t r = 0; r < residual.size(); ++r) {
+    residual[r] = std::max(0.0, residual[r] - ev.load_gbps[r]);
+  }
+  return residual;
+}
+
+std::vector<std::string> FlowEvaluator::CapacityViolations(const Evaluation& evaluation) const {
+  std::vector<std::string> out;
+  for (int r = 0; r < network_->num_resources(); ++r) {
+    double cap = network_->residual(r);
+    for (const auto* loads : {&evaluation.load_gbps, &evaluation.down_load_gbps}) {
+      double load = r < static_cast<int>(loads->size()) ? (*loads)[r] : 0.0;
+      if (load > cap * (1 + 1e-6) + 1e-9) {
+        out.push_back(absl::StrFormat("%s: %s %.9g > %.9g", network_->ResourceName(r),
+                                      loads == &evaluation.load_gbps ? "up" : "down", load, cap));
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<RoutedJob> FlowEvaluator::FromJobPlan(const core::JobPlan& plan) const {
+  const core::Graph& g = network_->graph();
+  const std::vector<JobInput>& jobs = network_->input().jobs;
+  RoutedJob job;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].id == plan.job_id) job.job = static_cast<int>(i);
+  }
+  if (job.job < 0) return absl::InvalidArgumentError(absl::StrCat("unknown job ", plan.job_id));
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", plan.job_id, ": ", what));
+  };
+  if (plan.ps_shares.empty()) return bad("no parameter-server shares (ring plans are not scored)");
+  double total = 0;
+  for (const auto& [ps, x] : plan.ps_shares) {
+    int v = g.index(ps);
+    if (v < 0 || !g.is_host(v)) return bad(absl::StrCat("unknown parameter server ", ps));
+    if (!(x >= 0)) return bad(absl::StrCat("negative share for ", ps));
+    job.shares.emplace_back(v, x);
+    total += x;
+  }
+  if (std::abs(total - 1) > 1e-6) return bad(absl::StrCat("shares sum to ", total));
+  auto to_arcs = [&](const std::vector<std::string>& path,
+                     std::vector<int>* arcs) -> absl::Status {
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      int u = g.index(path[i]);
+      int v = g.index(path[i + 1]);
+      int a = (u >= 0 && v >= 0) ? g.ArcBetween(u, v) : -1;
+      if (a < 0) return bad(absl::StrCat("no up link ", path[i], " -> ", path[i + 1]));
+      arcs->push_back(a);
+    }
+    return absl::OkStatus();
+  };
+  std::set<std::pair<int, int>> aggregating;
+  for (const core::FlowPlan& f : plan.flows) {
+    RoutedFlow rf;
+    rf.worker = g.index(f.worker);
+    rf.ps = g.index(f.ps);
+    rf.agg = g.index(f.aggregation_node);
+    rf.fraction = f.fraction;
+    if (rf.worker < 0 || rf.ps < 0 || rf.agg < 0) {
+      return bad(absl::StrCat("flow ", f.worker, " -> ", f.ps, " names an unknown node"));
+    }
+    if (rf.agg != rf.ps && !g.ina_capable(rf.agg)) {
+      return bad(absl::StrCat("flow ", f.worker, " aggregated at ", f.aggregation_node,
+                              ", which is neither its PS nor an INA switch"));
+    }
+    if (!(f.fraction > 0 && f.fraction <= 1)) return bad("flow fraction outside (0, 1]");
+    if (f.path.empty() || f.path.front() != f.worker || f.path.back() != f.aggregation_node) {
+      return bad(absl::StrCat("flow ", f.worker, " path must run from the worker to ",
+                              f.aggregation_node));
+    }
+    absl::Status s = to_arcs(f.path, &rf.arcs);
+    if (!s.ok()) return s;
+    if (g.is_switch(rf.agg)) aggregating.insert({rf.agg, rf.ps});
+    job.flows.push_back(std::move(rf));
+  }
+  std::set<std::pair<int, int>> streamed;
+  for (const core::AggregatorPlan& a : plan.aggregator_paths) {
+    RoutedStream st;
+    st.sw = g.index(a.switch_id);
+    st.ps = g.index(a.ps);
+    if (st.sw < 0 || st.ps < 0) return bad("aggregator path names an unknown node");
+    if (a.path.empty() || a.path.front() != a.switch_id || a.path.back() != a.ps) {
+      return bad(absl::StrCat("aggregator path of ", a.switch_id, " must run to ", a.ps));
+    }
+    absl::Status s = to_arcs(a.path, &st.arcs);
+    if (!s.ok()) return s;
+    streamed.insert({st.sw, st.ps});
+    job.streams.push_back(std::move(st));
+  }
+  for (const auto& [sw, ps] : aggregating) {
+    if (!streamed.count({sw, ps})) {
+      return bad(absl::StrCat(g.name(sw), " aggregates for ", g.name(ps),
+                              " but has no aggregator path"));
+    }
+  }
+  for (const auto& [sw, n] : plan.aggregators) {
+    int v = g.index(sw);
+    if (v < 0 || !g.is_switch(v)) return bad(absl::StrCat("aggregators on unknown switch ", sw));
+    job.aggregators[v] = n;
+  }
+  job.batch_size = plan.batch_size;
+  return job;
+}
+
+core::JobPlan FlowEvaluator::ToJobPlan(const RoutedJob& job) const {
+  const core::Graph& g = network_->graph();
+  const JobInput& in = network_->input().jobs[job.job];
+  core::JobPlan p;
+  p.job_id = in.id;
+  for (const auto& [ps, x] : job.shares) p.ps_shares[g.name(ps)] += x;
+  auto names = [&](int start, const std::vector<int>& arcs) {
+    std::vector<std::string> path{g.name(start)};
+    for (int a : arcs) path.push_back(g.name(g.arc(a).to));
+    return path;
+  };
+  for (const RoutedFlow& f : job.flows) {
+    core::FlowPlan fp;
+    fp.worker = g.name(f.worker);
+    fp.ps = g.name(f.ps);
+    fp.aggregation_node = g.name(f.agg);
+    fp.path = names(f.worker, f.arcs);
+    fp.fraction = f.fraction;
+    p.flows.push_back(std::move(fp));
+  }
+  for (const RoutedStream& st : job.streams) {
+    core::AggregatorPlan ap;
+    ap.switch_id = g.name(st.sw);
+    ap.ps = g.name(st.ps);
+    ap.path = names(st.sw, st.arcs);
+    p.aggregator_paths.push_back(std::move(ap));
+  }
+  for (const auto& [sw, n] : job.aggregators) p.aggregators[g.name(sw)] = n;
+  p.batch_size = job.batch_size > 0 ? job.batch_size : in.spec.batch_size;
+  p.priority = in.spec.priority;
+  return p;
+}
+
+absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan) {
+  auto net = Network::Create(input);
+  if (!net.ok()) return net.status();
+  FlowEvaluator evaluator(**net);
+  std::vector<RoutedJob> jobs;
+  for (const core::JobPlan& jp : plan.jobs) {
+    auto job = evaluator.FromJobPlan(jp);
+    if (!job.ok()) return job.status();
+    jobs.push_back(*std::move(job));
+  }
+  return evaluator.Evaluate(jobs);
+}
+
+void ApplyEvaluation(const Evaluation& evaluation, core::Plan* plan) {
+  for (size_t i = 0; i < plan->jobs.size() && i < evaluation.jobs.size(); ++i) {
+    plan->jobs[i].rate_gbps = evaluation.jobs[i].rate_gbps;
+    plan->jobs[i].comm_ms = evaluation.jobs[i].comm_ms;
+    plan->jobs[i].iteration_ms = evaluation.jobs[i].iteration_ms;
+  }
+}
+
+double JobCompletionMs(double wait_ms, int64_t iterations, double iteration_ms) {
+  return wait_ms + static_cast<double>(iterations) * iteration_ms;
+}
+
+}  // namespace inac::scheduler

@@ -1,0 +1,158 @@
+// The flow-level model every routing algorithm and baseline is scored by (ALGORITHMS.md section 1).
+//
+// A routed job (index form of core::JobPlan) costs, per unit of its rate λ (the per-worker sending
+// rate, Gbps):
+//   - arc e: Σ_s x_s · (Σ fractions of the flows toward s crossing e + Σ stream fractions of the
+//     aggregators' streams toward s crossing e). A stream leaving an aggregator counts once
+//     whatever its fan-in; with chunk-range splits (FlowPlan::fraction, aligned ranges) its size is
+//     the largest fraction aggregated there.
+//   - switch v (processing C_v): Σ_s x_s · Σ fractions of the flows aggregated at v.
+//   - PS s (ingress B_s): x_s · (fractions of its unaggregated flows + its incoming streams).
+//     A worker that is its own PS sends nothing over the network.
+//   - memory: with a_{j,v} aggregators of B bytes granted on switch v, λ · (stream fraction at v)
+//     ≤ a_{j,v} · B · 8 / RTT_j. RTT_j = 2 × the largest sum of link latencies along a route
+//     worker -> aggregation node -> PS (PlanningOptions::default_link_latency_us where unset).
+//     A job whose JobPlan::aggregators is empty is uncapped (plans that do not allocate memory);
+//     otherwise a switch without an entry is uncapped and an entry of 0 caps the job at rate 0.
+// The result goes back down a multicast tree per PS: the union of the reversed arcs of the job's
+// routes toward that PS, each arc carrying the PS's share once (rate μ_j).
+//
+// Rates: the gradient push (up, λ_j) and the result broadcast (down, μ_j) are two pipelined
+// phases, each scored the same way on the residual capacities (capacity − background): max-min
+// fair progressive filling over the jobs -- raise every unfrozen rate together, freeze the jobs on
+// the first saturated resource (or private memory cap), repeat. The phases are filled separately
+// (a link direction carrying one job's push and another's broadcast is counted in each phase, not
+// summed), so λ is the papers' minimum sending rate. One job alone gets
+// λ = min_r residual_r / u_r. T_up = G/λ, T_down = G/μ, T_comm = max(T_up, T_down),
+// T_iter = t(b) + T_comm with t linear in the batch size, JCT = wait + iterations · T_iter.
+//
+// Deterministic; O(J · F · L) to build the coefficients and O(J · (J + R)) for the filling.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/plan.h"
+#include "scheduler/model/network.h"
+
+namespace inac::scheduler {
+
+inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+
+// One worker's stream (or a fraction of it) toward one PS, aggregated at `agg` (an INA switch or
+// the PS itself), over `arcs` from the worker to `agg`.
+struct RoutedFlow {
+  int worker = -1;
+  int ps = -1;
+  int agg = -1;
+  double fraction = 1;
+  std::vector<int> arcs;
+};
+
+// The aggregated stream of switch `sw` toward `ps` over `arcs`.
+struct RoutedStream {
+  int sw = -1;
+  int ps = -1;
+  std::vector<int> arcs;
+};
+
+// Index form of a core::JobPlan on a Network.
+struct RoutedJob {
+  int job = -1;                                // index into PlanningInput::jobs
+  std::vector<std::pair<int, double>> shares;  // (PS node, x_s), sum 1
+  std::vector<RoutedFlow> flows;
+  std::vector<RoutedStream> streams;
+  std::map<int, int64_t> aggregators;  // switch node -> aggregators; empty: uncapped
+  int batch_size = 0;
+};
+
+// Per-unit-rate coefficients of one routed job (see the header comment).
+struct JobUsage {
+  std::vector<std::pair<int, double>> up;    // (resource, coefficient), resource-sorted, unique
+  std::vector<std::pair<int, double>> down;  // arcs of the multicast trees
+  double memory_limit_gbps = kUnbounded;     // min over capped switches of cap / coefficient
+  int memory_switch = -1;                    // the switch giving memory_limit_gbps
+  double rtt_us = 0;
+};
+
+// Builds the coefficients. Precondition: `job` refers to nodes/arcs of `network`.
+JobUsage ComputeUsage(const Network& network, const RoutedJob& job);
+
+// A virtual flow for MaxMinFairRates: coefficients on shared resources and a private rate limit.
+struct VirtualFlow {
+  std::vector<std::pair<int, double>> coefficients;
+  double limit = kUnbounded;
+};
+
+struct FairShare {
+  std::vector<double> rates;     // per flow; kUnbounded when nothing limits it
+  std::vector<int> bottleneck;   // resource that froze the flow; -1 for its private limit/none
+};
+
+// Max-min fair progressive filling of `flows` over `capacity` (resource-indexed, >= 0).
+FairShare MaxMinFairRates(const std::vector<double>& capacity,
+                          const std::vector<VirtualFlow>& flows);
+
+// λ of one job alone on `residual`: min(memory limit, min_r residual_r / up_r).
+double SingleJobRate(const JobUsage& usage, const std::vector<double>& residual);
+
+struct JobEvaluation {
+  core::JobId job_id = 0;
+  double rate_gbps = 0;  // λ: minimum per-worker sending rate (up)
+  double down_gbps = 0;  // μ: result multicast rate
+  double comm_ms = 0;
+  double iteration_ms = 0;
+  double jct_ms = 0;  // wait 0 + iterations × iteration_ms
+  double rtt_us = 0;
+  std::string bottleneck;  // resource that limits λ ("memory s1" for the memory cap)
+};
+
+struct Evaluation {
+  std::vector<JobEvaluation> jobs;  // same order as the evaluated jobs
+  std::vector<double> load_gbps;       // per resource: the planned jobs' push (up) load
+  std::vector<double> down_load_gbps;  // per resource: their broadcast (down) load
+};
+
+// Scores routed jobs on `network`. Not owned: `network` must outlive the evaluator.
+class FlowEvaluator {
+ public:
+  explicit FlowEvaluator(const Network& network) : network_(&network) {}
+
+  Evaluation Evaluate(const std::vector<RoutedJob>& jobs) const;
+  // Residual capacity after the evaluated push load of `jobs` (for planning later jobs around
+  // them).
+  std::vector<double> ResidualAfter(const std::vector<RoutedJob>& jobs) const;
+  // Resources whose up or down load exceeds their residual capacity by more than a relative 1e-6,
+  // as "arc a->b: up 3.2 > 3" strings. Empty when the evaluation respects every capacity.
+  std::vector<std::string> CapacityViolations(const Evaluation& evaluation) const;
+
+  // core::JobPlan <-> RoutedJob. FromJobPlan: InvalidArgument naming the first problem (unknown
+  // job id or node, a path that does not follow up links or does not start/end where it should,
+  // an aggregating switch without an aggregator path, shares not summing to 1).
+  absl::StatusOr<RoutedJob> FromJobPlan(const core::JobPlan& plan) const;
+  core::JobPlan ToJobPlan(const RoutedJob& job) const;
+
+  const Network& network() const { return *network_; }
+
+ private:
+  const Network* network_;
+};
+
+// Convenience for callers holding core types (simulator, controller): builds the network of
+// `input`, evaluates every JobPlan of `plan` (job ids must be in input.jobs) and returns the
+// evaluation in plan order. Errors as Network::Create and FlowEvaluator::FromJobPlan.
+absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan);
+
+// Writes rate_gbps, comm_ms and iteration_ms of `evaluation` into the JobPlans of `plan` (same
+// order).
+void ApplyEvaluation(const Evaluation& evaluation, core::Plan* plan);
+
+// Job completion time: wait + iterations × iteration time.
+double JobCompletionMs(double wait_ms, int64_t iterations, double iteration_ms);
+
+}  // namespace inac::scheduler

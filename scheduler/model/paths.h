@@ -1,0 +1,52 @@
+// k shortest loop-free paths (Yen, "Finding the K shortest loopless paths in a network",
+// Management Science 17(11), 1971) on a core::Graph with unit arc weights (hop count), and a cache
+// of them per (source, destination).
+//
+// Paths never transit a host: intermediate nodes are switches; hosts are only endpoints. Ties
+// between equally long paths are broken by the arc-id sequence, so results are deterministic.
+// Complexity of one query: O(k · L · (V + E)) with L the path length (each spur is one BFS);
+// the cache reduces a single-homed host endpoint to its switch, so queries are per switch pair.
+#pragma once
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "core/topology.h"
+
+namespace inac::scheduler {
+
+struct Path {
+  std::vector<int> nodes;  // node indices, source first
+  std::vector<int> arcs;   // arcs.size() == nodes.size() - 1
+
+  bool operator==(const Path&) const = default;
+  int hops() const { return static_cast<int>(arcs.size()); }
+};
+
+// Up to k shortest loop-free paths from `src` to `dst`, shortest first (a single zero-hop path
+// when src == dst; empty when unreachable or k < 1). Only links that are up are used.
+std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int k);
+
+// Memoises KShortestPaths. Not thread-safe (the scheduler is single-threaded). The graph is not
+// owned and must outlive the cache.
+class PathCache {
+ public:
+  PathCache(const core::Graph& graph, int k) : graph_(&graph), k_(k) {}
+
+  // Same contract as KShortestPaths(graph, src, dst, k). The reference stays valid for the
+  // cache's lifetime.
+  const std::vector<Path>& Get(int src, int dst);
+  // Hop distances from `node` to every node over up links (hosts are not transited; -1 when
+  // unreachable). Cached.
+  const std::vector<int>& HopsFrom(int node);
+  int k() const { return k_; }
+
+ private:
+  const core::Graph* graph_;
+  int k_;
+  std::map<std::pair<int, int>, std::vector<Path>> paths_;
+  std::map<int, std::vector<int>> hops_;
+};
+
+}  // namespace inac::scheduler

@@ -1,0 +1,66 @@
+// The snapshot every routing algorithm plans from (DESIGN.md "scheduler/ is pure"): topology, jobs
+// with their ids, background load already on the network, the random seed and the options. Plain
+// value types; the scheduler never reads a clock, a file or a thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/topology.h"
+
+namespace inac::scheduler {
+
+// A job to plan: its id (carried into core::JobPlan::job_id) and its spec.
+struct JobInput {
+  core::JobId id = 0;
+  core::JobSpec spec;
+};
+
+// Load that is on the network before any planned job (other tenants, jobs planned elsewhere).
+struct BackgroundLoad {
+  // Directed load from `from` to `to` on the highest-capacity up link between them.
+  struct ArcLoad {
+    std::string from;
+    std::string to;
+    double gbps = 0;
+  };
+  std::vector<ArcLoad> arcs;
+  // Processing capacity of INA switches already in use, by switch id.
+  std::map<std::string, double> switch_processing_gbps;
+  // Ingress capacity of hosts (parameter servers) already in use, by host id.
+  std::map<std::string, double> host_ingress_gbps;
+};
+
+struct PlanningOptions {
+  // k: candidate loop-free paths per (source, destination) pair (Yen). >= 1.
+  int paths = 4;
+  // R: randomised rounding repetitions of the LP-based algorithms (plus one deterministic
+  // rounding that takes each variable's largest value). >= 0.
+  int rounds = 32;
+  // INA switches off the worker's k paths to the PS that are still considered as aggregation
+  // nodes, nearest (smallest detour) first.
+  int extra_candidates = 2;
+  // Local search after rounding (moves flows off the bottleneck while the evaluated rate rises).
+  bool local_search = true;
+  // Several jobs are planned in one LP when it has at most this many columns, otherwise one job
+  // at a time in priority order with the jobs planned before them as background load.
+  int64_t joint_lp_max_columns = 20000;
+  // Solver time limits (wall-clock time inside COIN-OR; the planner itself reads no clock).
+  double lp_time_limit_s = 60;
+  double mip_time_limit_s = 30;
+  // Latency of a link whose Link::latency_us is unset, used for the RTT of the memory cap.
+  double default_link_latency_us = 2.0;
+};
+
+struct PlanningInput {
+  core::Topology topology;
+  std::vector<JobInput> jobs;
+  BackgroundLoad background;
+  uint64_t seed = 1;
+  PlanningOptions options;
+};
+
+}  // namespace inac::scheduler

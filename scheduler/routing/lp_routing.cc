@@ -1,0 +1,246 @@
+#include "scheduler/routing/lp_routing.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/routing/baselines.h"
+#include "scheduler/routing/routing_lp.h"
+
+namespace inac::scheduler {
+namespace {
+
+std::vector<double> RatesOf(const Evaluation& ev) {
+  std::vector<double> r;
+  for (const JobEvaluation& j : ev.jobs) r.push_back(j.rate_gbps);
+  return r;
+}
+
+uint64_t RoundSeed(uint64_t seed, uint64_t job, uint64_t round) {
+  // splitmix64 of the triple: independent, reproducible streams.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (1 + job * 1000003ULL + round);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+int64_t CountColumns(const JobCandidates& c) {
+  int64_t n = 1 + static_cast<int64_t>(c.ps.size());
+  for (const PairCandidates& p : c.pairs) {
+    for (const AggregationOption& o : p.options) n += static_cast<int64_t>(o.paths.size());
+  }
+  for (const auto& [key, paths] : c.streams) n += static_cast<int64_t>(paths.size());
+  return n;
+}
+
+int MoveBudget(const JobCandidates& c) { return 50 + 10 * static_cast<int>(c.pairs.size()); }
+
+// Local search after every rounding (not only the best) while that stays cheap.
+bool EachRound(const JobCandidates& c, const PlanningOptions& options) {
+  return options.local_search &&
+         static_cast<int64_t>(c.pairs.size()) * (options.rounds + 1) <= 20000;
+}
+
+struct Context {
+  const Network& net;
+  const LpRoutingConfig& config;
+  PathCache cache;
+  FlowEvaluator evaluator;
+  const PlanningOptions& opt;
+};
+
+JobCandidates Candidates(Context& ctx, const std::vector<double>& residual, int job,
+                         std::optional<std::vector<double>>* fixed) {
+  std::vector<int> ps = PsNodes(ctx.net, job);
+  *fixed = ctx.config.shares(ctx.net, ctx.cache, residual, job);
+  std::vector<double> shares =
+      fixed->has_value() ? **fixed : std::vector<double>(ps.size(), 1.0 / ps.size());
+  return BuildCandidates(ctx.net, ctx.cache, job, ps, shares, ctx.opt.extra_candidates);
+}
+
+// Standalone bound of one job: its LP alone on the network with free shares.
+absl::StatusOr<double> StandaloneBound(Context& ctx, const JobCandidates& c) {
+  std::vector<JobCandidates> one{c};
+  RoutingLp lp = BuildRoutingLp(ctx.net, ctx.net.residuals(), one, true);
+  auto out = SolveRoutingLp(lp, one, true, ctx.opt.lp_time_limit_s);
+  if (!out.ok()) return out.status();
+  return out->lambda[0];
+}
+
+}  // namespace
+
+absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingConfig& config) {
+  absl::Status ok = CheckPsJobs(net);
+  if (!ok.ok()) return ok;
+  const PlanningInput& input = net.input();
+  Context ctx{net, config, PathCache(net.graph(), input.options.paths), FlowEvaluator(net),
+              input.options};
+  const int n = static_cast<int>(input.jobs.size());
+  RoutingResult result;
+  result.jobs.resize(n);
+  result.lp_bound_gbps.resize(n);
+  result.diagnostics.resize(n);
+  for (int j = 0; j < n; ++j) result.diagnostics[j].job_id = input.jobs[j].id;
+  if (n == 0) return result;
+  const std::vector<int> order = PriorityOrder(input);
+  std::vector<RoutedJob> atp = RouteAllAtp(net, ctx.cache);
+
+  // Candidates on the empty network decide joint vs sequential.
+  std::vector<JobCandidates> cands(n);
+  std::vector<std::optional<std::vector<double>>> fixed(n);
+  int64_t columns = 0;
+  for (int j = 0; j < n; ++j) {
+    cands[j] = Candidates(ctx, net.residuals(), j, &fixed[j]);
+    AddPlanToCandidates(net, atp[j], &cands[j]);
+    columns += CountColumns(cands[j]);
+  }
+  const bool joint = n > 1 && columns <= input.options.joint_lp_max_columns;
+
+  if (n == 1 || joint) {
+    const bool free = std::any_of(fixed.begin(), fixed.end(), [](const auto& f) { return !f; });
+    // An algorithm either fixes every job's shares (inart) or none (grid).
+    RoutingLp lp = BuildRoutingLp(net, net.residuals(), cands, free);
+    auto outcome = SolveRoutingLp(lp, cands, free, input.options.lp_time_limit_s);
+    if (!outcome.ok()) return outcome.status();
+    const std::string status = lp::SolveStatusName(outcome->solution.status);
+    if (free) {
+      for (int j = 0; j < n; ++j) {
+        if (!fixed[j] && outcome->lambda[j] > 0) cands[j].shares = outcome->shares[j];
+      }
+    }
+    std::vector<RoutedJob> best;
+    std::vector<double> best_rates;
+    std::string source = "lp_rounding";
+    if (!outcome->solution.values.empty()) {
+      std::vector<Choice> best_choice;
+      for (int round = 0; round <= input.options.rounds; ++round) {
+        std::vector<Choice> choice(n);
+        std::vector<RoutedJob> routed(n);
+        for (int j = 0; j < n; ++j) {
+          std::mt19937_64 rng(RoundSeed(input.seed, j, round));
+          choice[j] = RoundChoice(cands[j], lp.jobs[j], outcome->solution.values,
+                                  round == 0 ? nullptr : &rng);
+          if (n == 1 && EachRound(cands[j], input.options)) {
+            LocalSearch(net, net.residuals(), cands[j], MoveBudget(cands[j]), &choice[j]);
+            source = "lp_rounding+local_search";
+          }
+          routed[j] = ToRoutedJob(net, cands[j], choice[j]);
+        }
+        std::vector<double> rates = RatesOf(ctx.evaluator.Evaluate(routed));
+        if (best.empty() || BetterRates(rates, best_rates)) {
+          best = routed;
+          best_rates = rates;
+          best_choice = choice;
+        }
+      }
+      if (input.options.local_search) {
+        for (int j : order) {
+          std::vector<RoutedJob> others;
+          for (int k = 0; k < n; ++k) {
+            if (k != j) others.push_back(best[k]);
+          }
+          std::vector<double> residual = ctx.evaluator.ResidualAfter(others);
+          Choice improved = best_choice[j];
+          LocalSearch(net, residual, cands[j], MoveBudget(cands[j]), &improved);
+          std::vector<RoutedJob> trial = best;
+          trial[j] = ToRoutedJob(net, cands[j], improved);
+          std::vector<double> rates = RatesOf(ctx.evaluator.Evaluate(trial));
+          if (BetterRates(rates, best_rates)) {
+            best = trial;
+            best_rates = rates;
+            best_choice[j] = improved;
+            source = "lp_rounding+local_search";
+          }
+        }
+      }
+    }
+    std::vector<double> atp_rates = RatesOf(ctx.evaluator.Evaluate(atp));
+    if (best.empty() || BetterRates(atp_rates, best_rates)) {
+      best = atp;
+      source = "atp_floor";
+    }
+    for (int j = 0; j < n; ++j) {
+      result.jobs[j] = best[j];
+      result.diagnostics[j].source = source;
+      result.diagnostics[j].lp_status = status;
+      result.diagnostics[j].lp_columns = lp.program.num_columns();
+      result.diagnostics[j].lp_rows = lp.program.num_rows();
+      result.diagnostics[j].joint = joint;
+      if (n == 1 && free) {
+        result.lp_bound_gbps[j] = outcome->lambda[0];
+      } else {
+        auto bound = StandaloneBound(ctx, cands[j]);
+        if (!bound.ok()) return bound.status();
+        result.lp_bound_gbps[j] = *bound;
+      }
+    }
+    return result;
+  }
+
+  // One job at a time in priority order.
+  std::vector<RoutedJob> planned;
+  for (int j : order) {
+    std::vector<double> residual = ctx.evaluator.ResidualAfter(planned);
+    std::optional<std::vector<double>> shares;
+    JobCandidates c = Candidates(ctx, residual, j, &shares);
+    RoutedJob floor = RouteAtp(net, ctx.cache, residual, j);
+    AddPlanToCandidates(net, floor, &c);
+    AddPlanToCandidates(net, atp[j], &c);
+    std::vector<JobCandidates> one{c};
+    const bool free = !shares.has_value();
+    RoutingLp lp = BuildRoutingLp(net, residual, one, free);
+    auto outcome = SolveRoutingLp(lp, one, free, input.options.lp_time_limit_s);
+    if (!outcome.ok()) return outcome.status();
+    if (free && outcome->lambda[0] > 0) one[0].shares = outcome->shares[0];
+    RoutedJob best = floor;
+    double best_rate = SingleJobRate(ComputeUsage(net, floor), residual);
+    std::string source = "atp_floor";
+    if (!outcome->solution.values.empty()) {
+      Choice best_choice;
+      double rounded_rate = -1;
+      for (int round = 0; round <= input.options.rounds; ++round) {
+        std::mt19937_64 rng(RoundSeed(input.seed, j, round));
+        Choice ch = RoundChoice(one[0], lp.jobs[0], outcome->solution.values,
+                                round == 0 ? nullptr : &rng);
+        if (EachRound(one[0], input.options)) {
+          LocalSearch(net, residual, one[0], MoveBudget(one[0]), &ch);
+        }
+        double rate = SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], ch)), residual);
+        if (rate > rounded_rate * (1 + 1e-9)) {
+          rounded_rate = rate;
+          best_choice = ch;
+        }
+      }
+      std::string rsource = "lp_rounding";
+      if (input.options.local_search) {
+        LocalSearch(net, residual, one[0], MoveBudget(one[0]), &best_choice);
+        double rate = SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], best_choice)),
+                                    residual);
+        if (rate > rounded_rate * (1 + 1e-9)) rsource = "lp_rounding+local_search";
+        rounded_rate = std::max(rounded_rate, rate);
+      }
+      if (rounded_rate >= best_rate * (1 - 1e-12)) {
+        best = ToRoutedJob(net, one[0], best_choice);
+        best_rate = rounded_rate;
+        source = rsource;
+      }
+    }
+    result.jobs[j] = best;
+    planned.push_back(best);
+    JobDiagnostics& d = result.diagnostics[j];
+    d.source = source;
+    d.lp_status = lp::SolveStatusName(outcome->solution.status);
+    d.lp_columns = lp.program.num_columns();
+    d.lp_rows = lp.program.num_rows();
+    if (free && planned.size() == 1) {
+      result.lp_bound_gbps[j] = outcome->lambda[0];
+    } else {
+      auto bound = StandaloneBound(ctx, c);
+      if (!bound.ok()) return bound.status();
+      result.lp_bound_gbps[j] = *bound;
+    }
+  }
+  return result;
+}
+
+}  // namespace inac::scheduler

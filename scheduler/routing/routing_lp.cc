@@ -1,0 +1,553 @@
+#include "scheduler/routing/routing_lp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/routing/routing_algorithm.h"
+
+namespace inac::scheduler {
+namespace {
+
+Path PathFromArcs(const core::Graph& g, int start, const std::vector<int>& arcs) {
+  Path p;
+  p.nodes.push_back(start);
+  for (int a : arcs) p.nodes.push_back(g.arc(a).to);
+  p.arcs = arcs;
+  return p;
+}
+
+void AddPathIfNew(std::vector<Path>* paths, Path p) {
+  for (const Path& q : *paths) {
+    if (q.arcs == p.arcs) return;
+  }
+  paths->push_back(std::move(p));
+}
+
+// Uniform double in [0, 1) from 53 random bits (same on every platform).
+double Uniform(std::mt19937_64* rng) { return static_cast<double>((*rng)() >> 11) * 0x1.0p-53; }
+
+// Index drawn in proportion to `w` (argmax when rng is null); -1 when all weights are ~0.
+int Pick(const std::vector<double>& w, std::mt19937_64* rng) {
+  double total = 0;
+  int best = -1;
+  for (size_t i = 0; i < w.size(); ++i) {
+    double v = std::max(0.0, w[i]);
+    total += v;
+    if (v > 1e-12 && (best < 0 || v > w[best] * (1 + 1e-9))) best = static_cast<int>(i);
+  }
+  if (total <= 1e-12) return -1;
+  if (rng == nullptr) return best;
+  double u = Uniform(rng) * total;
+  for (size_t i = 0; i < w.size(); ++i) {
+    double v = std::max(0.0, w[i]);
+    if (u < v) return static_cast<int>(i);
+    u -= v;
+  }
+  return best;
+}
+
+// Hop distances from a node's single switch neighbour when single-homed (cheaper to cache).
+int HopsBetween(PathCache& paths, const core::Graph& g, int from, int to) {
+  int extra = 0;
+  if (g.is_host(from) && g.out_arcs(from).size() == 1) {
+    from = g.arc(g.out_arcs(from)[0]).to;
+    extra = 1;
+  }
+  int d = paths.HopsFrom(from)[to];
+  return d < 0 ? -1 : d + extra;
+}
+
+}  // namespace
+
+JobCandidates BuildCandidates(const Network& net, PathCache& paths, int job,
+                              const std::vector<int>& ps, const std::vector<double>& shares,
+                              int extra_candidates) {
+  const core::Graph& g = net.graph();
+  JobCandidates c;
+  c.job = job;
+  c.ps = ps;
+  c.shares = shares;
+  std::vector<int> ina;
+  for (int v = 0; v < g.num_switches(); ++v) {
+    if (g.ina_capable(v)) ina.push_back(v);
+  }
+  for (int w : WorkerNodes(net, job)) {
+    for (int si = 0; si < static_cast<int>(ps.size()); ++si) {
+      int s = ps[si];
+      if (w == s) {
+        c.local.emplace_back(w, si);
+        continue;
+      }
+      const std::vector<Path>& direct = paths.Get(w, s);
+      if (direct.empty()) continue;
+      PairCandidates pc;
+      pc.worker = w;
+      pc.ps_index = si;
+      pc.options.push_back(AggregationOption{s, direct});
+      std::vector<int> aggs;
+      for (const Path& p : direct) {
+        for (size_t i = 1; i + 1 < p.nodes.size(); ++i) {
+          int v = p.nodes[i];
+          if (g.ina_capable(v) && std::find(aggs.begin(), aggs.end(), v) == aggs.end()) {
+            aggs.push_back(v);
+          }
+        }
+      }
+      if (extra_candidates > 0) {
+        std::vector<std::pair<int, int>> detour;
+        for (int a : ina) {
+          if (std::find(aggs.begin(), aggs.end(), a) != aggs.end()) continue;
+          int d1 = HopsBetween(paths, g, a, w);  // links are full duplex: symmetric hops
+          int d2 = HopsBetween(paths, g, a, s);
+          if (d1 < 0 || d2 < 0) continue;
+          detour.emplace_back(d1 + d2, a);
+        }
+        int take = std::min<int>(extra_candidates, static_cast<int>(detour.size()));
+        std::partial_sort(detour.begin(), detour.begin() + take, detour.end());
+        for (int i = 0; i < take; ++i) aggs.push_back(detour[i].second);
+      }
+      for (int a : aggs) {
+        const std::vector<Path>& to_a = paths.Get(w, a);
+        const std::vector<Path>& to_s = paths.Get(a, s);
+        if (to_a.empty() || to_s.empty()) continue;
+        pc.options.push_back(AggregationOption{a, to_a});
+        c.streams.emplace(std::make_pair(a, s), to_s);
+      }
+      c.pairs.push_back(std::move(pc));
+    }
+  }
+  return c;
+}
+
+void AddPlanToCandidates(const Network& net, const RoutedJob& plan, JobCandidates* c) {
+  const core::Graph& g = net.graph();
+  std::map<std::pair<int, int>, int> pair_index;
+  for (size_t i = 0; i < c->pairs.size(); ++i) {
+    pair_index[{c->pairs[i].worker, c->ps[c->pairs[i].ps_index]}] = static_cast<int>(i);
+  }
+  for (const RoutedFlow& f : plan.flows) {
+    auto it = pair_index.find({f.worker, f.ps});
+    if (it == pair_index.end() || f.arcs.empty()) continue;
+    PairCandidates& pc = c->pairs[it->second];
+    AggregationOption* opt = nullptr;
+    for (AggregationOption& o : pc.options) {
+      if (o.agg == f.agg) opt = &o;
+    }
+    if (opt == nullptr) {
+      pc.options.push_back(AggregationOption{f.agg, {}});
+      opt = &pc.options.back();
+    }
+    AddPathIfNew(&opt->paths, PathFromArcs(g, f.worker, f.arcs));
+  }
+  for (const RoutedStream& st : plan.streams) {
+    if (std::find(c->ps.begin(), c->ps.end(), st.ps) == c->ps.end()) continue;
+    AddPathIfNew(&c->streams[{st.sw, st.ps}], PathFromArcs(g, st.sw, st.arcs));
+  }
+}
+
+RoutedJob ToRoutedJob(const Network& net, const JobCandidates& c, const Choice& choice) {
+  RoutedJob rj;
+  rj.job = c.job;
+  rj.batch_size = net.input().jobs[c.job].spec.batch_size;
+  double total = 0;
+  for (double x : c.shares) total += x > 1e-12 ? x : 0;
+  for (size_t si = 0; si < c.ps.size(); ++si) {
+    if (c.shares[si] > 1e-12) rj.shares.emplace_back(c.ps[si], c.shares[si] / total);
+  }
+  std::set<std::pair<int, int>> used;
+  for (size_t i = 0; i < c.pairs.size(); ++i) {
+    const PairCandidates& pc = c.pairs[i];
+    if (c.shares[pc.ps_index] <= 1e-12) continue;
+    const auto& [o, p] = choice.pair[i];
+    const AggregationOption& opt = pc.options[o];
+    int s = c.ps[pc.ps_index];
+    rj.flows.push_back(RoutedFlow{pc.worker, s, opt.agg, 1.0, opt.paths[p].arcs});
+    if (opt.agg != s) used.insert({opt.agg, s});
+  }
+  for (const auto& [w, si] : c.local) {
+    if (c.shares[si] > 1e-12) rj.flows.push_back(RoutedFlow{w, c.ps[si], c.ps[si], 1.0, {}});
+  }
+  for (const auto& key : used) {
+    auto it = choice.stream.find(key);
+    int q = it == choice.stream.end() ? 0 : it->second;
+    rj.streams.push_back(RoutedStream{key.first, key.second, c.streams.at(key)[q].arcs});
+  }
+  return rj;
+}
+
+RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual,
+                         const std::vector<JobCandidates>& jobs, bool free_shares) {
+  RoutingLp lp;
+  lp.program.SetMaximize(true);
+  const bool multi = jobs.size() > 1;
+  if (multi) lp.t = lp.program.AddColumn(0, lp::kInfinity, 1);
+  std::vector<std::vector<int>> resource_cols(net.num_resources());
+  lp.jobs.resize(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const JobCandidates& c = jobs[j];
+    RoutingLp::JobColumns& cols = lp.jobs[j];
+    int lambda = lp.program.AddColumn(0, lp::kInfinity, multi ? 1e-6 : 1);
+    lp.lambda.push_back(lambda);
+    if (free_shares) {
+      std::vector<int> zc;
+      std::vector<double> coef;
+      for (size_t si = 0; si < c.ps.size(); ++si) {
+        cols.z.push_back(lp.program.AddColumn(0, lp::kInfinity, 0));
+        zc.push_back(cols.z.back());
+        coef.push_back(1);
+      }
+      zc.push_back(lambda);
+      coef.push_back(-1);
+      lp.program.AddRow(0, 0, zc, coef);
+    }
+    for (const auto& [key, paths] : c.streams) {
+      std::vector<int>& ys = cols.y[key];
+      for (const Path& p : paths) {
+        int col = lp.program.AddColumn(0, lp::kInfinity, 0);
+        ys.push_back(col);
+        lp.load_cost.resize(col + 1, 0.0);
+        lp.load_cost[col] = p.hops();
+        for (int a : p.arcs) resource_cols[net.ArcResource(a)].push_back(col);
+        resource_cols[net.NodeResource(key.second)].push_back(col);
+      }
+    }
+    cols.r.resize(c.pairs.size());
+    for (size_t i = 0; i < c.pairs.size(); ++i) {
+      const PairCandidates& pc = c.pairs[i];
+      int s = c.ps[pc.ps_index];
+      std::vector<int> demand;
+      std::vector<double> ones;
+      cols.r[i].resize(pc.options.size());
+      for (size_t o = 0; o < pc.options.size(); ++o) {
+        const AggregationOption& opt = pc.options[o];
+        std::vector<int> coupling;
+        std::vector<double> coupling_coef;
+        for (const Path& p : opt.paths) {
+          int col = lp.program.AddColumn(0, lp::kInfinity, 0);
+          cols.r[i][o].push_back(col);
+          lp.load_cost.resize(col + 1, 0.0);
+          lp.load_cost[col] = p.hops();
+          demand.push_back(col);
+          ones.push_back(1);
+          coupling.push_back(col);
+          coupling_coef.push_back(1);
+          for (int a : p.arcs) resource_cols[net.ArcResource(a)].push_back(col);
+          resource_cols[net.NodeResource(opt.agg)].push_back(col);
+        }
+        if (opt.agg != s) {
+          auto it = cols.y.find({opt.agg, s});
+          if (it != cols.y.end()) {
+            for (int y : it->second) {
+              coupling.push_back(y);
+              coupling_coef.push_back(-1);
+            }
+          }
+          lp.program.AddRow(-lp::kInfinity, 0, coupling, coupling_coef);
+        }
+      }
+      if (free_shares) {
+        demand.push_back(cols.z[pc.ps_index]);
+      } else {
+        demand.push_back(lambda);
+      }
+      ones.push_back(free_shares ? -1 : -c.shares[pc.ps_index]);
+      lp.program.AddRow(0, 0, demand, ones);
+    }
+  }
+  for (int r = 0; r < net.num_resources(); ++r) {
+    if (resource_cols[r].empty()) continue;
+    std::vector<double> ones(resource_cols[r].size(), 1.0);
+    lp.program.AddRow(-lp::kInfinity, residual[r], resource_cols[r], ones);
+  }
+  if (multi) {
+    for (int lambda : lp.lambda) lp.program.AddRow(0, lp::kInfinity, {lambda, lp.t}, {1, -1});
+  }
+  return lp;
+}
+
+absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp, const std::vector<JobCandidates>& jobs,
+                                         bool free_shares, double time_limit_s) {
+  auto solved = lp::SolveLp(lp.program, time_limit_s);
+  if (!solved.ok()) return solved.status();
+  LpOutcome out;
+  out.solution = *std::move(solved);
+  if (out.solution.status == lp::SolveStatus::kOptimal) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      out.lambda.push_back(std::max(0.0, out.solution.values[lp.lambda[j]]));
+    }
+    lp::LinearProgram second = lp.program;
+    second.SetMaximize(false);
+    for (int c = 0; c < second.num_columns(); ++c) {
+      second.SetObjective(c, c < static_cast<int>(lp.load_cost.size()) ? lp.load_cost[c] : 0.0);
+    }
+    if (lp.t >= 0) {
+      second.SetColumnBounds(lp.t, out.solution.values[lp.t] * (1 - 1e-7), lp::kInfinity);
+    } else {
+      for (int col : lp.lambda) {
+        second.SetColumnBounds(col, out.solution.values[col] * (1 - 1e-7), lp::kInfinity);
+      }
+    }
+    auto least = lp::SolveLp(second, time_limit_s);
+    if (!least.ok()) return least.status();
+    if (least->status == lp::SolveStatus::kOptimal) out.solution.values = least->values;
+    out.shares.resize(jobs.size());
+    if (free_shares) {
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        double lambda = std::max(0.0, out.solution.values[lp.lambda[j]]);
+        for (int z : lp.jobs[j].z) {
+          double v = std::max(0.0, out.solution.values[z]);
+          out.shares[j].push_back(lambda > 0 ? v / lambda : 0);
+        }
+      }
+    }
+    return out;
+  }
+  out.lambda.assign(jobs.size(), 0.0);
+  out.shares.resize(jobs.size());
+  if (out.solution.values.empty()) return out;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    out.lambda[j] = std::max(0.0, out.solution.values[lp.lambda[j]]);
+    if (free_shares) {
+      for (int z : lp.jobs[j].z) {
+        double v = std::max(0.0, out.solution.values[z]);
+        out.shares[j].push_back(out.lambda[j] > 0 ? v / out.lambda[j] : 0);
+      }
+    }
+  }
+  return out;
+}
+
+Choice RoundChoice(const JobCandidates& c, const RoutingLp::JobColumns& cols,
+                   const std::vector<double>& values, std::mt19937_64* rng) {
+  Choice ch;
+  ch.pair.resize(c.pairs.size());
+  for (size_t i = 0; i < c.pairs.size(); ++i) {
+    std::vector<double> option_rate(c.pairs[i].options.size(), 0.0);
+    for (size_t o = 0; o < option_rate.size(); ++o) {
+      for (int col : cols.r[i][o]) option_rate[o] += std::max(0.0, values[col]);
+    }
+    int o = Pick(option_rate, rng);
+    if (o < 0) {
+      ch.pair[i] = {0, 0};
+      continue;
+    }
+    std::vector<double> path_rate;
+    for (int col : cols.r[i][o]) path_rate.push_back(values[col]);
+    int p = Pick(path_rate, rng);
+    ch.pair[i] = {o, std::max(0, p)};
+  }
+  for (const auto& [key, ys] : cols.y) {
+    std::vector<double> w;
+    for (int col : ys) w.push_back(values[col]);
+    ch.stream[key] = std::max(0, Pick(w, rng));
+  }
+  return ch;
+}
+
+namespace {
+
+// Incremental state of one job's integral routing for the local search.
+class Searcher {
+ public:
+  Searcher(const Network& net, const std::vector<double>& residual, const JobCandidates& c,
+           Choice* ch)
+      : net_(net), res_(residual), c_(c), ch_(*ch), unit_(net.num_resources(), 0.0) {
+    for (size_t i = 0; i < c_.pairs.size(); ++i) ApplyPair(static_cast<int>(i), +1);
+  }
+
+  // One improving move; false when none exists.
+  bool Step() {
+    double top = 0;
+    for (int r : touched_) top = std::max(top, Ratio(r, unit_[r]));
+    if (top <= 0 || std::isinf(top)) return false;
+    const double limit = top * (1 - 1e-9);
+    std::vector<char> in_b(unit_.size(), 0);
+    for (int r : touched_) {
+      if (Ratio(r, unit_[r]) >= limit) in_b[r] = 1;
+    }
+    for (size_t i = 0; i < c_.pairs.size(); ++i) {
+      if (Share(i) <= 1e-12 || !Touches(static_cast<int>(i), in_b)) continue;
+      if (TryPair(static_cast<int>(i), in_b, limit)) return true;
+    }
+    for (auto& [key, q] : ch_.stream) {
+      if (Users(key) == 0) continue;
+      const std::vector<Path>& ps = c_.streams.at(key);
+      bool touches = false;
+      for (int a : ps[q].arcs) touches |= in_b[net_.ArcResource(a)] != 0;
+      if (!touches) continue;
+      double x = StreamShare(key);
+      int best = -1;
+      double best_score = limit;
+      for (size_t q2 = 0; q2 < ps.size(); ++q2) {
+        if (static_cast<int>(q2) == q) continue;
+        Delta d;
+        for (int a : ps[q].arcs) d[net_.ArcResource(a)] -= x;
+        for (int a : ps[q2].arcs) d[net_.ArcResource(a)] += x;
+        double score;
+        if (Improves(d, in_b, limit, &score) && score < best_score) {
+          best = static_cast<int>(q2);
+          best_score = score;
+        }
+      }
+      if (best >= 0) {
+        for (int a : ps[q].arcs) Bump(net_.ArcResource(a), -x);
+        for (int a : ps[best].arcs) Bump(net_.ArcResource(a), x);
+        q = best;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  using Delta = std::map<int, double>;
+
+  double Share(size_t i) const { return c_.shares[c_.pairs[i].ps_index]; }
+  double StreamShare(const std::pair<int, int>& key) const {
+    for (size_t si = 0; si < c_.ps.size(); ++si) {
+      if (c_.ps[si] == key.second) return c_.shares[si];
+    }
+    return 0;
+  }
+  int Users(const std::pair<int, int>& key) const {
+    auto it = users_.find(key);
+    return it == users_.end() ? 0 : it->second;
+  }
+  double Ratio(int r, double u) const {
+    if (u <= 1e-15) return 0;
+    return res_[r] > 0 ? u / res_[r] : kUnbounded;
+  }
+  void Bump(int r, double x) {
+    if (unit_[r] == 0 && x > 0) touched_.push_back(r);
+    unit_[r] += x;
+    if (std::abs(unit_[r]) < 1e-12) unit_[r] = 0;
+  }
+  // Resources of pair i's current flow (not its stream).
+  void FlowResources(int i, int o, int p, double x, Delta* d) const {
+    const AggregationOption& opt = c_.pairs[i].options[o];
+    for (int a : opt.paths[p].arcs) (*d)[net_.ArcResource(a)] += x;
+    (*d)[net_.NodeResource(opt.agg)] += x;
+  }
+  void StreamResources(const std::pair<int, int>& key, int q, double x, Delta* d) const {
+    for (int a : c_.streams.at(key)[q].arcs) (*d)[net_.ArcResource(a)] += x;
+    (*d)[net_.NodeResource(key.second)] += x;
+  }
+  int StreamPath(const std::pair<int, int>& key) {
+    auto it = ch_.stream.find(key);
+    if (it == ch_.stream.end()) it = ch_.stream.emplace(key, 0).first;
+    return it->second;
+  }
+  void ApplyPair(int i, int sign) {
+    const PairCandidates& pc = c_.pairs[i];
+    double x = Share(i);
+    if (x <= 1e-12) return;
+    auto [o, p] = ch_.pair[i];
+    Delta d;
+    FlowResources(i, o, p, sign * x, &d);
+    int s = c_.ps[pc.ps_index];
+    int agg = pc.options[o].agg;
+    if (agg != s) {
+      std::pair<int, int> key{agg, s};
+      int before = Users(key);
+      users_[key] = before + sign;
+      if ((sign > 0 && before == 0) || (sign < 0 && before == 1)) {
+        StreamResources(key, StreamPath(key), sign * x, &d);
+      }
+    }
+    for (const auto& [r, v] : d) Bump(r, v);
+  }
+  bool Touches(int i, const std::vector<char>& in_b) const {
+    const PairCandidates& pc = c_.pairs[i];
+    auto [o, p] = ch_.pair[i];
+    const AggregationOption& opt = pc.options[o];
+    for (int a : opt.paths[p].arcs) {
+      if (in_b[net_.ArcResource(a)]) return true;
+    }
+    if (in_b[net_.NodeResource(opt.agg)]) return true;
+    return false;
+  }
+  // A move improves if every resource it raises stays below `limit` and it lowers some resource
+  // of the bottleneck set below `limit`. `score`: the largest ratio among raised resources.
+  bool Improves(const Delta& d, const std::vector<char>& in_b, double limit, double* score) const {
+    bool relieves = false;
+    *score = 0;
+    for (const auto& [r, v] : d) {
+      if (std::abs(v) < 1e-12) continue;
+      double after = Ratio(r, unit_[r] + v);
+      if (v > 0) {
+        if (after >= limit) return false;
+        *score = std::max(*score, after);
+      } else if (in_b[r] && after < limit) {
+        relieves = true;
+      }
+    }
+    return relieves;
+  }
+  bool TryPair(int i, const std::vector<char>& in_b, double limit) {
+    const PairCandidates& pc = c_.pairs[i];
+    const double x = Share(i);
+    const int s = c_.ps[pc.ps_index];
+    auto [o, p] = ch_.pair[i];
+    Delta removal;
+    FlowResources(i, o, p, -x, &removal);
+    int old_agg = pc.options[o].agg;
+    if (old_agg != s && Users({old_agg, s}) == 1) {
+      StreamResources({old_agg, s}, StreamPath({old_agg, s}), -x, &removal);
+    }
+    int best_o = -1, best_p = -1, best_q = -1;
+    double best_score = limit;
+    for (size_t o2 = 0; o2 < pc.options.size(); ++o2) {
+      const AggregationOption& opt = pc.options[o2];
+      bool needs_stream = opt.agg != s && opt.agg != old_agg && Users({opt.agg, s}) == 0;
+      bool reopen = opt.agg != s && opt.agg == old_agg;  // same switch: stream unchanged
+      for (size_t p2 = 0; p2 < opt.paths.size(); ++p2) {
+        if (static_cast<int>(o2) == o && static_cast<int>(p2) == p) continue;
+        int q_count = needs_stream ? static_cast<int>(c_.streams.at({opt.agg, s}).size()) : 1;
+        for (int q2 = 0; q2 < q_count; ++q2) {
+          Delta d = removal;
+          if (reopen && Users({old_agg, s}) == 1) {
+            // Undo the stream removal: the switch keeps aggregating.
+            StreamResources({old_agg, s}, StreamPath({old_agg, s}), x, &d);
+          }
+          FlowResources(i, static_cast<int>(o2), static_cast<int>(p2), x, &d);
+          if (needs_stream) StreamResources({opt.agg, s}, q2, x, &d);
+          double score;
+          if (Improves(d, in_b, limit, &score) && score < best_score) {
+            best_o = static_cast<int>(o2);
+            best_p = static_cast<int>(p2);
+            best_q = needs_stream ? q2 : -1;
+            best_score = score;
+          }
+        }
+      }
+    }
+    if (best_o < 0) return false;
+    ApplyPair(i, -1);
+    ch_.pair[i] = {best_o, best_p};
+    if (best_q >= 0) ch_.stream[{pc.options[best_o].agg, s}] = best_q;
+    ApplyPair(i, +1);
+    return true;
+  }
+
+  const Network& net_;
+  const std::vector<double>& res_;
+  const JobCandidates& c_;
+  Choice& ch_;
+  std::vector<double> unit_;
+  std::vector<int> touched_;
+  std::map<std::pair<int, int>, int> users_;
+};
+
+}  // namespace
+
+void LocalSearch(const Network& net, const std::vector<double>& residual, const JobCandidates& c,
+                 int max_moves, Choice* choice) {
+  Searcher searcher(net, residual, c, choice);
+  for (int m = 0; m < max_moves; ++m) {
+    if (!searcher.Step()) break;
+  }
+}
+
+}  // namespace inac::scheduler

@@ -1,0 +1,121 @@
+// The path-based routing LP shared by GRID and InArt, its randomised rounding and a local search
+// (ALGORITHMS.md section 2).
+//
+// Candidates (per job, per (worker w, PS s) pair): the aggregation options are s itself and every
+// INA switch on one of the k shortest w -> s paths, plus the `extra_candidates` INA switches with
+// the smallest detour hops(w, a) + hops(a, s); each option has its k shortest w -> a paths, and
+// every (switch a, PS s) its k shortest a -> s paths. A baseline plan can be added to the
+// candidates (its flows and streams become options) so that the LP models it too.
+//
+// LP (GRID's R-GRIA relaxation, path-based as the authors' IAR variant, with link constraints):
+//   maximise λ (several jobs: maximise t with λ_j >= t, plus 1e-6 · Σ λ_j)
+//   Σ_{a,p} r_{w,s,a,p} = x_s λ            every pair (free shares: = z_s with Σ_s z_s = λ)
+//   Σ_p r_{w,s,a,p} <= Σ_q y_{a,s,q}       every pair and switch option a (a stream carries
+//                                          each of its inputs)
+//   Σ r + Σ y over paths crossing arc e <= residual_e
+//   Σ r aggregated at switch a <= residual C_a
+//   Σ r unaggregated at s + Σ_q y_{·,s,q} <= residual B_s
+// Variables are Gbps. The optimum bounds λ of every plan whose routes are among the candidates
+// (single-level aggregation, any split). Size: O(W · P · (options · k)) columns.
+//
+// Rounding: for every pair pick an option with probability proportional to its rate in the LP
+// and a path in proportion to the path rates; every used (switch, PS) stream picks a path in
+// proportion to y. Round 0 takes the largest value everywhere (deterministic rounding).
+//
+// Local search (ours, after the papers' rounding): repeatedly move one flow to another candidate
+// (option, path), or one stream to another path, when the move lowers the load of a bottleneck
+// resource without raising any resource to the bottleneck's utilisation; stops when no move
+// helps or after a move budget. Deterministic. O(moves · W · options · k · L).
+#pragma once
+
+#include <map>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/lp/linear_program.h"
+#include "scheduler/model/flow_model.h"
+#include "scheduler/model/network.h"
+#include "scheduler/model/paths.h"
+
+namespace inac::scheduler {
+
+struct AggregationOption {
+  int agg = -1;             // INA switch or the PS
+  std::vector<Path> paths;  // worker -> agg
+};
+
+struct PairCandidates {
+  int worker = -1;
+  int ps_index = -1;  // into JobCandidates::ps
+  std::vector<AggregationOption> options;
+};
+
+struct JobCandidates {
+  int job = -1;
+  std::vector<int> ps;         // PS nodes
+  std::vector<double> shares;  // x_s, aligned with ps
+  std::vector<PairCandidates> pairs;  // pairs with worker != PS
+  std::vector<std::pair<int, int>> local;  // (worker, ps_index) with worker == PS
+  std::map<std::pair<int, int>, std::vector<Path>> streams;  // (switch, PS node) -> paths
+};
+
+// Candidates for `job` with the given PS nodes and shares.
+JobCandidates BuildCandidates(const Network& network, PathCache& paths, int job,
+                              const std::vector<int>& ps, const std::vector<double>& shares,
+                              int extra_candidates);
+// Adds the routes of `plan` (flows aggregated at switches or PSs of the candidates, streams) as
+// options/paths. Flows toward a PS that is not among the candidates' PSs are ignored.
+void AddPlanToCandidates(const Network& network, const RoutedJob& plan, JobCandidates* candidates);
+
+// One integral choice: per pair (option, path); per used (switch, PS node) the stream path.
+struct Choice {
+  std::vector<std::pair<int, int>> pair;
+  std::map<std::pair<int, int>, int> stream;
+};
+
+// The routed job of a choice (shares from the candidates; PSs with share 0 are dropped).
+RoutedJob ToRoutedJob(const Network& network, const JobCandidates& candidates,
+                      const Choice& choice);
+
+struct RoutingLp {
+  lp::LinearProgram program;
+  std::vector<int> lambda;  // column per job
+  int t = -1;               // common floor column with several jobs
+  std::vector<double> load_cost;  // per column: arcs crossed (the tie-breaking objective)
+  struct JobColumns {
+    std::vector<std::vector<std::vector<int>>> r;         // pair, option, path
+    std::map<std::pair<int, int>, std::vector<int>> y;    // (switch, PS node) -> path columns
+    std::vector<int> z;                                   // per PS, free shares only
+  };
+  std::vector<JobColumns> jobs;
+};
+
+// Builds the LP over `residual` for the jobs' candidates. With `free_shares` the PS shares are
+// variables (z_s); otherwise JobCandidates::shares are fixed.
+RoutingLp BuildRoutingLp(const Network& network, const std::vector<double>& residual,
+                         const std::vector<JobCandidates>& jobs, bool free_shares);
+
+struct LpOutcome {
+  lp::Solution solution;
+  std::vector<double> lambda;               // per job (0 without a solution)
+  std::vector<std::vector<double>> shares;  // per job, per PS: z_s / λ (free shares only)
+};
+
+// Solves with CLP within `time_limit_s`, in two steps: the largest λ (the bound), then, with λ
+// held at its optimum, the least total network load (Σ rate × hops) -- among the LP optima the
+// one without needless detours, whose rounding is closer to a good integral plan. Internal if CLP
+// fails.
+absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp, const std::vector<JobCandidates>& jobs,
+                                         bool free_shares, double time_limit_s);
+
+// Randomised rounding of job `j` of the LP solution; `rng` nullptr = deterministic (argmax).
+Choice RoundChoice(const JobCandidates& candidates, const RoutingLp::JobColumns& columns,
+                   const std::vector<double>& values, std::mt19937_64* rng);
+
+// Improves `choice` for one job alone on `residual` (see the header comment).
+void LocalSearch(const Network& network, const std::vector<double>& residual,
+                 const JobCandidates& candidates, int max_moves, Choice* choice);
+
+}  // namespace inac::scheduler
