@@ -22,13 +22,9 @@
 #include "absl/status/status.h"
 #include "p4/config/v1/p4info.pb.h"
 #include "p4/v1/p4runtime.pb.h"
+#include "southbound/emulator/p4info_check.h"
 
 namespace inac::southbound::emulator {
-
-// Checks what a server must check of a P4Info before realising it: ids unique, each id carrying
-// the type prefix of its object, tables referring to existing actions, match fields and params
-// numbered, bitwidths positive, sizes not negative. InvalidArgument naming the first problem.
-absl::Status VerifyP4Info(const p4::config::v1::P4Info& p4info);
 
 class SwitchState {
  public:
