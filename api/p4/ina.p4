@@ -767,7 +767,12 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
 
 control EgressImpl(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
-    apply { }
+    apply {
+        // The switch rewrites INA packets; UDP checksum 0 means "none" for IPv4.
+        if (hdr.ina.isValid()) {
+            hdr.udp.checksum = 0;
+        }
+    }
 }
 
 control ComputeChecksumImpl(inout headers_t hdr, inout metadata_t meta) {
@@ -777,8 +782,6 @@ control ComputeChecksumImpl(inout headers_t hdr, inout metadata_t meta) {
               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
               hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        // The INA header changes in the switch; UDP checksum 0 means "none" for IPv4.
-        hdr.udp.checksum = 0;
     }
 }
 
