@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "southbound/bytestrings.h"
@@ -24,80 +25,85 @@ std::string Deterministic(const google::protobuf::Message& message) {
   return out;
 }
 
+// Strips leading zero bytes in place, keeping at least one byte ("" becomes "\x00").
+void CanonicalizeBytes(std::string* bytes) {
+  if (bytes->empty()) {
+    bytes->push_back('\0');
+    return;
+  }
+  size_t first = 0;
+  while (first + 1 < bytes->size() && (*bytes)[first] == '\0') ++first;
+  if (first > 0) bytes->erase(0, first);
+}
+
 void CanonicalizeMatch(p4::v1::FieldMatch& match) {
   switch (match.field_match_type_case()) {
     case p4::v1::FieldMatch::kExact:
-      *match.mutable_exact()->mutable_value() = Canonicalize(match.exact().value());
+      CanonicalizeBytes(match.mutable_exact()->mutable_value());
       break;
     case p4::v1::FieldMatch::kTernary:
-      *match.mutable_ternary()->mutable_value() = Canonicalize(match.ternary().value());
-      *match.mutable_ternary()->mutable_mask() = Canonicalize(match.ternary().mask());
+      CanonicalizeBytes(match.mutable_ternary()->mutable_value());
+      CanonicalizeBytes(match.mutable_ternary()->mutable_mask());
       break;
     case p4::v1::FieldMatch::kLpm:
-      *match.mutable_lpm()->mutable_value() = Canonicalize(match.lpm().value());
+      CanonicalizeBytes(match.mutable_lpm()->mutable_value());
       break;
     case p4::v1::FieldMatch::kRange:
-      *match.mutable_range()->mutable_low() = Canonicalize(match.range().low());
-      *match.mutable_range()->mutable_high() = Canonicalize(match.range().high());
+      CanonicalizeBytes(match.mutable_range()->mutable_low());
+      CanonicalizeBytes(match.mutable_range()->mutable_high());
       break;
     case p4::v1::FieldMatch::kOptional:
-      *match.mutable_optional()->mutable_value() = Canonicalize(match.optional().value());
+      CanonicalizeBytes(match.mutable_optional()->mutable_value());
       break;
     default:
       break;
   }
 }
 
-void CanonicalizeAction(p4::v1::Action& action) {
-  for (auto& param : *action.mutable_params()) {
-    *param.mutable_value() = Canonicalize(param.value());
+template <typename Repeated, typename Less>
+void SortIfNeeded(Repeated* items, Less less) {
+  if (!std::is_sorted(items->begin(), items->end(), less)) {
+    std::sort(items->begin(), items->end(), less);
   }
-  std::sort(action.mutable_params()->begin(), action.mutable_params()->end(),
-            [](const auto& a, const auto& b) { return a.param_id() < b.param_id(); });
 }
 
-p4::v1::TableEntry CanonicalTableEntry(const p4::v1::TableEntry& in) {
-  p4::v1::TableEntry out;
-  out.set_table_id(in.table_id());
-  *out.mutable_match() = in.match();
-  for (auto& match : *out.mutable_match()) CanonicalizeMatch(match);
-  std::sort(out.mutable_match()->begin(), out.mutable_match()->end(),
-            [](const auto& a, const auto& b) { return a.field_id() < b.field_id(); });
-  if (in.has_action()) {
-    *out.mutable_action() = in.action();
-    if (out.action().has_action()) CanonicalizeAction(*out.mutable_action()->mutable_action());
+void CanonicalizeTableEntry(p4::v1::TableEntry& entry) {
+  for (auto& match : *entry.mutable_match()) CanonicalizeMatch(match);
+  SortIfNeeded(entry.mutable_match(),
+               [](const auto& a, const auto& b) { return a.field_id() < b.field_id(); });
+  if (entry.has_action() && entry.action().has_action()) {
+    auto* action = entry.mutable_action()->mutable_action();
+    for (auto& param : *action->mutable_params()) CanonicalizeBytes(param.mutable_value());
+    SortIfNeeded(action->mutable_params(),
+                 [](const auto& a, const auto& b) { return a.param_id() < b.param_id(); });
   }
-  out.set_priority(in.priority());
-  out.set_is_default_action(in.is_default_action());
-  out.set_idle_timeout_ns(in.idle_timeout_ns());
-  out.set_metadata(in.metadata());
-  return out;
+  // Read-only or unused by INAC.
+  entry.clear_meter_config();
+  entry.clear_counter_data();
+  entry.clear_meter_counter_data();
+  entry.clear_time_since_last_hit();
+  entry.clear_is_const();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  entry.clear_controller_metadata();
+#pragma GCC diagnostic pop
 }
 
-absl::StatusOr<p4::v1::MulticastGroupEntry> CanonicalGroup(const p4::v1::MulticastGroupEntry& in) {
-  p4::v1::MulticastGroupEntry out;
-  out.set_multicast_group_id(in.multicast_group_id());
-  for (const auto& replica : in.replicas()) {
-    uint64_t port = ReplicaPort(replica);
-    if (replica.port_kind_case() == p4::v1::Replica::kPort) {
-      auto decoded = DecodeUint(replica.port());
-      if (!decoded.ok() || *decoded > 0xffffffffULL) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("multicast group ", in.multicast_group_id(), ": replica port 0x",
-                         HexBytes(replica.port()), " is wider than 32 bits"));
-      }
-      port = *decoded;
+absl::Status CanonicalizeGroup(p4::v1::MulticastGroupEntry& group) {
+  for (auto& replica : *group.mutable_replicas()) {
+    if (replica.port_kind_case() != p4::v1::Replica::kPort) continue;
+    auto decoded = DecodeUint(replica.port());
+    if (!decoded.ok() || *decoded > 0xffffffffULL) {
+      return absl::InvalidArgumentError(absl::StrCat("multicast group ", group.multicast_group_id(),
+                                                     ": replica port 0x", HexBytes(replica.port()),
+                                                     " is wider than 32 bits"));
     }
-    auto* r = out.add_replicas();
-    SetReplicaPort(*r, static_cast<uint32_t>(port));
-    r->set_instance(replica.instance());
+    SetReplicaPort(replica, static_cast<uint32_t>(*decoded));
   }
-  std::sort(out.mutable_replicas()->begin(), out.mutable_replicas()->end(),
-            [](const auto& a, const auto& b) {
-              return std::tuple(ReplicaPort(a), a.instance()) <
-                     std::tuple(ReplicaPort(b), b.instance());
-            });
-  return out;
+  SortIfNeeded(group.mutable_replicas(), [](const auto& a, const auto& b) {
+    return std::tuple(ReplicaPort(a), a.instance()) < std::tuple(ReplicaPort(b), b.instance());
+  });
+  return absl::OkStatus();
 }
 
 std::string DescribeMatch(const p4::v1::FieldMatch& match) {
@@ -129,32 +135,17 @@ uint32_t ReplicaPort(const p4::v1::Replica& replica) {
 void SetReplicaPort(p4::v1::Replica& replica, uint32_t port) { replica.set_egress_port(port); }
 #pragma GCC diagnostic pop
 
-absl::StatusOr<p4::v1::Entity> CanonicalEntity(const p4::v1::Entity& entity) {
-  p4::v1::Entity out;
+absl::Status CanonicalizeInPlace(p4::v1::Entity& entity) {
   switch (entity.entity_case()) {
     case p4::v1::Entity::kTableEntry:
-      *out.mutable_table_entry() = CanonicalTableEntry(entity.table_entry());
-      return out;
-    case p4::v1::Entity::kPacketReplicationEngineEntry: {
-      const auto& pre = entity.packet_replication_engine_entry();
-      if (!pre.has_multicast_group_entry()) break;
-      auto group = CanonicalGroup(pre.multicast_group_entry());
-      if (!group.ok()) return group.status();
-      *out.mutable_packet_replication_engine_entry()->mutable_multicast_group_entry() =
-          *std::move(group);
-      return out;
-    }
-    case p4::v1::Entity::kCounterEntry: {
-      auto* counter = out.mutable_counter_entry();
-      counter->set_counter_id(entity.counter_entry().counter_id());
-      if (entity.counter_entry().has_index()) {
-        counter->mutable_index()->set_index(entity.counter_entry().index().index());
-      }
-      if (entity.counter_entry().has_data()) {
-        *counter->mutable_data() = entity.counter_entry().data();
-      }
-      return out;
-    }
+      CanonicalizeTableEntry(*entity.mutable_table_entry());
+      return absl::OkStatus();
+    case p4::v1::Entity::kPacketReplicationEngineEntry:
+      if (!entity.packet_replication_engine_entry().has_multicast_group_entry()) break;
+      return CanonicalizeGroup(
+          *entity.mutable_packet_replication_engine_entry()->mutable_multicast_group_entry());
+    case p4::v1::Entity::kCounterEntry:
+      return absl::OkStatus();
     default:
       break;
   }
@@ -162,24 +153,77 @@ absl::StatusOr<p4::v1::Entity> CanonicalEntity(const p4::v1::Entity& entity) {
       absl::StrCat("cannot canonicalise entity: ", DescribeEntity(entity)));
 }
 
+absl::StatusOr<p4::v1::Entity> CanonicalEntity(const p4::v1::Entity& entity) {
+  p4::v1::Entity out = entity;
+  if (absl::Status status = CanonicalizeInPlace(out); !status.ok()) return status;
+  return out;
+}
+
+namespace {
+
+// Appends a length-prefixed byte string (so that concatenated keys cannot collide).
+void AppendField(std::string& out, absl::string_view bytes) {
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out.append(bytes.data(), bytes.size());
+}
+
+void AppendNumber(std::string& out, uint64_t value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+}  // namespace
+
 std::string EntityKey(const p4::v1::Entity& canonical) {
+  std::string key;
   switch (canonical.entity_case()) {
     case p4::v1::Entity::kTableEntry: {
       const auto& entry = canonical.table_entry();
-      p4::v1::TableEntry key;
-      key.set_table_id(entry.table_id());
-      *key.mutable_match() = entry.match();
-      key.set_priority(entry.priority());
-      key.set_is_default_action(entry.is_default_action());
-      return absl::StrCat("t", Deterministic(key));
+      key.reserve(16 + entry.match_size() * 16);
+      key.push_back('t');
+      AppendNumber(key, entry.table_id());
+      AppendNumber(key, static_cast<uint32_t>(entry.priority()));
+      key.push_back(entry.is_default_action() ? 'd' : 'm');
+      for (const auto& match : entry.match()) {
+        AppendNumber(key, match.field_id());
+        key.push_back(static_cast<char>(match.field_match_type_case()));
+        switch (match.field_match_type_case()) {
+          case p4::v1::FieldMatch::kExact:
+            AppendField(key, match.exact().value());
+            break;
+          case p4::v1::FieldMatch::kLpm:
+            AppendField(key, match.lpm().value());
+            AppendNumber(key, static_cast<uint32_t>(match.lpm().prefix_len()));
+            break;
+          case p4::v1::FieldMatch::kTernary:
+            AppendField(key, match.ternary().value());
+            AppendField(key, match.ternary().mask());
+            break;
+          case p4::v1::FieldMatch::kRange:
+            AppendField(key, match.range().low());
+            AppendField(key, match.range().high());
+            break;
+          case p4::v1::FieldMatch::kOptional:
+            AppendField(key, match.optional().value());
+            break;
+          default:
+            AppendField(key, match.SerializeAsString());
+            break;
+        }
+      }
+      return key;
     }
     case p4::v1::Entity::kPacketReplicationEngineEntry:
-      return absl::StrCat(
-          "m",
+      key.push_back('m');
+      AppendNumber(
+          key,
           canonical.packet_replication_engine_entry().multicast_group_entry().multicast_group_id());
+      return key;
     case p4::v1::Entity::kCounterEntry:
-      return absl::StrCat("c", canonical.counter_entry().counter_id(), ":",
-                          canonical.counter_entry().index().index());
+      key.push_back('c');
+      AppendNumber(key, canonical.counter_entry().counter_id());
+      AppendNumber(key, static_cast<uint64_t>(canonical.counter_entry().index().index()));
+      return key;
     default:
       return absl::StrCat("?", Deterministic(canonical));
   }

@@ -21,6 +21,10 @@ namespace inac::southbound {
 // replica `port` wider than 32 bits.
 absl::StatusOr<p4::v1::Entity> CanonicalEntity(const p4::v1::Entity& entity);
 
+// Canonicalises `entity` in place (no copy; for entities just read back). Same errors as
+// CanonicalEntity; on error the entity may be partly canonicalised.
+absl::Status CanonicalizeInPlace(p4::v1::Entity& entity);
+
 // The identity of a canonical entity on the switch: table id + match + priority for table
 // entries, the group id for multicast groups, counter id + index for counter cells. Entities
 // with equal keys occupy the same slot; a write to one replaces the other.

@@ -12,11 +12,13 @@
 namespace inac::southbound {
 namespace {
 
+// One entity on either side: its key, its content fingerprint, its write-order rank and where it
+// is (index into the canonical current entities, or into `desired`).
 struct Keyed {
   std::string key;
   std::string fingerprint;
-  p4::v1::Entity entity;
   int rank = 0;
+  size_t index = 0;
 };
 
 p4::v1::Update MakeUpdate(p4::v1::Update::Type type, p4::v1::Entity entity) {
@@ -26,9 +28,9 @@ p4::v1::Update MakeUpdate(p4::v1::Update::Type type, p4::v1::Entity entity) {
   return update;
 }
 
-// The smallest entity that names `canonical` for a DELETE (key fields only, plus the action
-// for table entries: some targets validate it).
-p4::v1::Entity DeleteForm(const p4::v1::Entity& canonical) {
+// The smallest entity that names `canonical` for a DELETE (key fields only for multicast groups;
+// table entries keep their action: some targets validate it).
+p4::v1::Entity DeleteForm(p4::v1::Entity canonical) {
   if (!canonical.has_packet_replication_engine_entry()) return canonical;
   p4::v1::Entity out;
   out.mutable_packet_replication_engine_entry()
@@ -38,76 +40,78 @@ p4::v1::Entity DeleteForm(const p4::v1::Entity& canonical) {
   return out;
 }
 
+bool ByRank(const Keyed& a, const Keyed& b) {
+  return a.rank != b.rank ? a.rank < b.rank : a.key < b.key;
+}
+bool ByRankDescending(const Keyed& a, const Keyed& b) {
+  return a.rank != b.rank ? a.rank > b.rank : a.key < b.key;
+}
+
 }  // namespace
 
 absl::StatusOr<EntityDiff> DiffEntities(const IntentTranslator& translator,
-                                        const std::vector<p4::v1::Entity>& current,
+                                        std::vector<p4::v1::Entity> current,
                                         const std::vector<p4::v1::Entity>& desired) {
   EntityDiff diff;
+  std::vector<p4::v1::Entity>& have_entities = current;
   absl::flat_hash_map<std::string, Keyed> have;
   have.reserve(current.size());
-  for (const auto& raw : current) {
-    if (!translator.IsOwned(raw)) continue;
-    auto canonical = CanonicalEntity(raw);
-    if (!canonical.ok()) return canonical.status();
+  for (size_t i = 0; i < current.size(); ++i) {
+    p4::v1::Entity& entity = current[i];
+    if (!translator.IsOwned(entity)) continue;
+    if (absl::Status status = CanonicalizeInPlace(entity); !status.ok()) return status;
     Keyed k;
-    k.key = EntityKey(*canonical);
-    k.fingerprint = EntityFingerprint(*canonical);
-    k.rank = translator.DependencyRank(*canonical);
-    k.entity = *std::move(canonical);
+    k.key = EntityKey(entity);
+    k.fingerprint = EntityFingerprint(entity);
+    k.rank = translator.DependencyRank(entity);
+    k.index = i;
     ++diff.current;
     std::string key = k.key;
     have.insert_or_assign(std::move(key), std::move(k));
   }
 
+  // Desired entities come from IntentTranslator::Translate and are canonical already.
   absl::flat_hash_map<std::string, std::string> wanted;  // key -> fingerprint
   wanted.reserve(desired.size());
   std::vector<Keyed> modifies, inserts;
-  for (const auto& raw : desired) {
-    auto canonical = CanonicalEntity(raw);
-    if (!canonical.ok()) return canonical.status();
-    std::string key = EntityKey(*canonical);
-    std::string fingerprint = EntityFingerprint(*canonical);
-    auto [it, fresh] = wanted.emplace(key, fingerprint);
+  for (size_t i = 0; i < desired.size(); ++i) {
+    std::string key = EntityKey(desired[i]);
+    std::string fingerprint = EntityFingerprint(desired[i]);
+    auto [it, fresh] = wanted.try_emplace(key, fingerprint);
     if (!fresh) {
       if (it->second == fingerprint) continue;  // an exact duplicate in the intent
       return absl::InvalidArgumentError(absl::StrCat(
-          "intent holds two different entities with the same key: ", DescribeEntity(*canonical)));
+          "intent holds two different entities with the same key: ", DescribeEntity(desired[i])));
     }
-    const int rank = translator.DependencyRank(*canonical);
     auto existing = have.find(key);
-    if (existing == have.end()) {
-      inserts.push_back(Keyed{std::move(key), std::move(fingerprint), *std::move(canonical), rank});
-    } else if (existing->second.fingerprint != fingerprint) {
-      modifies.push_back(
-          Keyed{std::move(key), std::move(fingerprint), *std::move(canonical), rank});
-    } else {
+    if (existing != have.end() && existing->second.fingerprint == fingerprint) {
       ++diff.unchanged;
+      continue;
     }
+    Keyed k{std::move(key), std::string(), translator.DependencyRank(desired[i]), i};
+    (existing == have.end() ? inserts : modifies).push_back(std::move(k));
   }
 
   std::vector<Keyed> deletes;
   for (auto& [key, k] : have) {
     if (!wanted.contains(key)) deletes.push_back(std::move(k));
   }
-  // Stable, deterministic order: by rank, then key.
-  auto by_rank = [](const Keyed& a, const Keyed& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.key < b.key;
-  };
-  auto by_rank_desc = [](const Keyed& a, const Keyed& b) {
-    return a.rank != b.rank ? a.rank > b.rank : a.key < b.key;
-  };
-  std::sort(deletes.begin(), deletes.end(), by_rank_desc);
-  std::stable_sort(modifies.begin(), modifies.end(), by_rank);
-  std::stable_sort(inserts.begin(), inserts.end(), by_rank);
-  for (auto& k : deletes) {
-    diff.deletes.push_back(MakeUpdate(p4::v1::Update::DELETE, DeleteForm(k.entity)));
+  // Deterministic order: by rank, then key.
+  std::sort(deletes.begin(), deletes.end(), ByRankDescending);
+  std::stable_sort(modifies.begin(), modifies.end(), ByRank);
+  std::stable_sort(inserts.begin(), inserts.end(), ByRank);
+  diff.deletes.reserve(deletes.size());
+  for (const auto& k : deletes) {
+    diff.deletes.push_back(
+        MakeUpdate(p4::v1::Update::DELETE, DeleteForm(std::move(have_entities[k.index]))));
   }
-  for (auto& k : modifies) {
-    diff.modifies.push_back(MakeUpdate(p4::v1::Update::MODIFY, std::move(k.entity)));
+  diff.modifies.reserve(modifies.size());
+  for (const auto& k : modifies) {
+    diff.modifies.push_back(MakeUpdate(p4::v1::Update::MODIFY, desired[k.index]));
   }
-  for (auto& k : inserts) {
-    diff.inserts.push_back(MakeUpdate(p4::v1::Update::INSERT, std::move(k.entity)));
+  diff.inserts.reserve(inserts.size());
+  for (const auto& k : inserts) {
+    diff.inserts.push_back(MakeUpdate(p4::v1::Update::INSERT, desired[k.index]));
   }
   return diff;
 }

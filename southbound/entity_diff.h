@@ -27,11 +27,13 @@ struct EntityDiff {
   int64_t unchanged = 0;  // keys whose content already matches
 };
 
-// Diffs `current` (as read back; entities `translator` does not own are ignored) against
-// `desired` (Translate's output). InvalidArgument when `desired` holds two different entities
-// with the same key, or an entity cannot be canonicalised.
+// Diffs `current` (as read back, any form; entities `translator` does not own are ignored)
+// against `desired`, which must be canonical (IntentTranslator::Translate's output is).
+// InvalidArgument when `desired` holds two different entities with the same key, or an entity of
+// `current` cannot be canonicalised.
+// `current` is taken by value and canonicalised in place (move a Read result in).
 absl::StatusOr<EntityDiff> DiffEntities(const IntentTranslator& translator,
-                                        const std::vector<p4::v1::Entity>& current,
+                                        std::vector<p4::v1::Entity> current,
                                         const std::vector<p4::v1::Entity>& desired);
 
 }  // namespace inac::southbound

@@ -1,6 +1,7 @@
 #include "southbound/intent_reconciler.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,7 +62,7 @@ absl::StatusOr<ReconcileStats> IntentReconciler::Reconcile(const core::SwitchInt
   INAC_ASSIGN_OR_RETURN(std::vector<p4::v1::Entity> desired, translator_->Translate(intent));
   INAC_ASSIGN_OR_RETURN(std::vector<p4::v1::Entity> current,
                         session_->Read(translator_->OwnedStateFilters()));
-  INAC_ASSIGN_OR_RETURN(EntityDiff diff, DiffEntities(*translator_, current, desired));
+  INAC_ASSIGN_OR_RETURN(EntityDiff diff, DiffEntities(*translator_, std::move(current), desired));
 
   ReconcileStats stats;
   stats.read = diff.current;

@@ -13,22 +13,27 @@
 namespace inac::southbound {
 namespace {
 
-// Encodes `value` for `field`, naming `what` in the error.
-absl::StatusOr<std::string> Encode(int64_t value, const FieldInfo& field, absl::string_view what) {
-  if (value < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " ", value, " is negative"));
+// Names the entry in error messages; the text is only built when a value does not fit.
+struct Where {
+  core::JobId job_id;
+  uint32_t tag;
+};
+
+// Encodes `value` for `field`; InvalidArgument names the job, tag and field `what`.
+absl::StatusOr<std::string> Encode(int64_t value, const FieldInfo& field, const Where& where,
+                                   const char* what) {
+  if (value >= 0) {
+    auto bytes = EncodeField(static_cast<uint64_t>(value), field.bitwidth);
+    if (bytes.ok()) return bytes;
   }
-  auto bytes = EncodeField(static_cast<uint64_t>(value), field.bitwidth);
-  if (!bytes.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " ", value, " does not fit bit<", field.bitwidth, ">"));
-  }
-  return bytes;
+  return absl::InvalidArgumentError(absl::StrCat("job ", where.job_id, " tag ", where.tag, ": ",
+                                                 what, " ", value, " does not fit bit<",
+                                                 field.bitwidth, ">"));
 }
 
 absl::Status AddExact(p4::v1::TableEntry& entry, const FieldInfo& field, int64_t value,
-                      absl::string_view what) {
-  INAC_ASSIGN_OR_RETURN(std::string bytes, Encode(value, field, what));
+                      const Where& where, const char* what) {
+  INAC_ASSIGN_OR_RETURN(std::string bytes, Encode(value, field, where, what));
   auto* match = entry.add_match();
   match->set_field_id(field.id);
   match->mutable_exact()->set_value(std::move(bytes));
@@ -36,8 +41,8 @@ absl::Status AddExact(p4::v1::TableEntry& entry, const FieldInfo& field, int64_t
 }
 
 absl::Status AddParam(p4::v1::Action& action, const FieldInfo& field, int64_t value,
-                      absl::string_view what) {
-  INAC_ASSIGN_OR_RETURN(std::string bytes, Encode(value, field, what));
+                      const Where& where, const char* what) {
+  INAC_ASSIGN_OR_RETURN(std::string bytes, Encode(value, field, where, what));
   auto* param = action.add_params();
   param->set_param_id(field.id);
   param->set_value(std::move(bytes));
@@ -95,11 +100,11 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::JobEntry(
   p4::v1::Entity entity;
   auto& entry = *entity.mutable_table_entry();
   entry.set_table_id(job_.table_id);
-  INAC_RETURN_IF_ERROR(AddExact(entry, job_.job_id, job.tag, "aggregation tag"));
+  const Where where{job.job_id, job.tag};
+  INAC_RETURN_IF_ERROR(AddExact(entry, job_.job_id, job.tag, where, "aggregation tag"));
   auto& action = *entry.mutable_action()->mutable_action();
   action.set_action_id(job_.action_id);
-  const std::string ctx = absl::StrCat("job ", job.job_id, " tag ", job.tag, ": ");
-  INAC_RETURN_IF_ERROR(AddParam(action, job_.fan_in, job.fan_in, ctx + "fan_in"));
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.fan_in, job.fan_in, where, "fan_in"));
   // bit<64> takes any uint64 value; Encode's sign check does not apply.
   {
     auto* param = action.add_params();
@@ -107,14 +112,14 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::JobEntry(
     INAC_ASSIGN_OR_RETURN(*param->mutable_value(),
                           EncodeField(job.input_bitmap, job_.input_bitmap.bitwidth));
   }
-  INAC_RETURN_IF_ERROR(AddParam(action, job_.mcast_grp, job.multicast_group, ctx + "mcast_grp"));
-  INAC_RETURN_IF_ERROR(AddParam(action, job_.agg_base, job.aggregator_base, ctx + "agg_base"));
-  INAC_RETURN_IF_ERROR(AddParam(action, job_.agg_count, job.aggregator_count, ctx + "agg_count"));
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.mcast_grp, job.multicast_group, where, "mcast_grp"));
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.agg_base, job.aggregator_base, where, "agg_base"));
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.agg_count, job.aggregator_count, where, "agg_count"));
   // int32 priority travels as its two's complement bit<32>.
   INAC_RETURN_IF_ERROR(
-      AddParam(action, job_.priority, static_cast<uint32_t>(job.priority), ctx + "priority"));
+      AddParam(action, job_.priority, static_cast<uint32_t>(job.priority), where, "priority"));
   INAC_RETURN_IF_ERROR(
-      AddParam(action, job_.upstream, job.upstream_address, ctx + "upstream_addr"));
+      AddParam(action, job_.upstream, job.upstream_address, where, "upstream_addr"));
   entry.set_metadata(absl::StrCat(job.job_id));
   return entity;
 }
@@ -124,40 +129,40 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::InputEntry(
   p4::v1::Entity entity;
   auto& entry = *entity.mutable_table_entry();
   entry.set_table_id(worker_.table_id);
-  INAC_RETURN_IF_ERROR(AddExact(entry, worker_.job_id, input.tag, "aggregation tag"));
-  INAC_RETURN_IF_ERROR(AddExact(entry, worker_.src_addr, input.source_address,
-                                absl::StrCat("job ", input.job_id, ": source address")));
+  const Where where{input.job_id, input.tag};
+  INAC_RETURN_IF_ERROR(AddExact(entry, worker_.job_id, input.tag, where, "aggregation tag"));
+  INAC_RETURN_IF_ERROR(
+      AddExact(entry, worker_.src_addr, input.source_address, where, "source address"));
   auto& action = *entry.mutable_action()->mutable_action();
   action.set_action_id(worker_.action_id);
-  INAC_RETURN_IF_ERROR(AddParam(action, worker_.index, input.index,
-                                absl::StrCat("job ", input.job_id, ": input index")));
+  INAC_RETURN_IF_ERROR(AddParam(action, worker_.index, input.index, where, "input index"));
   entry.set_metadata(absl::StrCat(input.job_id));
   return entity;
 }
 
 absl::StatusOr<p4::v1::Entity> IntentTranslator::RouteEntry(const core::RouteIntent& route) const {
-  const std::string ctx = absl::StrCat("job ", route.job_id, " tag ", route.tag, ": route ");
+  const Where where{route.job_id, route.tag};
   if (route.egress_port != 0 && route.multicast_group != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(ctx, "names both egress port ",
-                                                   route.egress_port, " and multicast group ",
-                                                   route.multicast_group));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", route.job_id, " tag ", route.tag, ": route names both egress port ",
+                     route.egress_port, " and multicast group ", route.multicast_group));
   }
   p4::v1::Entity entity;
   auto& entry = *entity.mutable_table_entry();
   entry.set_table_id(route_.table_id);
-  INAC_RETURN_IF_ERROR(AddExact(entry, route_.job_id, route.tag, "aggregation tag"));
+  INAC_RETURN_IF_ERROR(AddExact(entry, route_.job_id, route.tag, where, "aggregation tag"));
   INAC_RETURN_IF_ERROR(
-      AddExact(entry, route_.src_addr, route.source_address, ctx + "source address"));
+      AddExact(entry, route_.src_addr, route.source_address, where, "source address"));
   INAC_RETURN_IF_ERROR(
-      AddExact(entry, route_.dst_addr, route.destination_address, ctx + "destination address"));
+      AddExact(entry, route_.dst_addr, route.destination_address, where, "destination address"));
   auto& action = *entry.mutable_action()->mutable_action();
   if (route.egress_port != 0) {
     action.set_action_id(route_.forward_id);
-    INAC_RETURN_IF_ERROR(AddParam(action, route_.port, route.egress_port, ctx + "egress port"));
+    INAC_RETURN_IF_ERROR(AddParam(action, route_.port, route.egress_port, where, "egress port"));
   } else if (route.multicast_group != 0) {
     action.set_action_id(route_.multicast_id);
     INAC_RETURN_IF_ERROR(
-        AddParam(action, route_.grp, route.multicast_group, ctx + "multicast group"));
+        AddParam(action, route_.grp, route.multicast_group, where, "multicast group"));
   } else {
     action.set_action_id(route_.drop_id);
   }
