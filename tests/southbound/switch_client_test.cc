@@ -567,6 +567,20 @@ TEST_F(ReconcileTest, CountersAreReadPerAggregation) {
   EXPECT_EQ((*counters)[0].aggregated.packets, 0);  // no data plane traffic in the emulator
 }
 
+TEST_F(ReconcileTest, WildcardReadsReturnWholeTablesGroupsAndCounters) {
+  core::SwitchIntent intent = MakeIntent(2, 3);
+  ASSERT_TRUE(client_->Reconcile(intent).ok());
+  auto all = observer_->Read(translator_.OwnedStateFilters());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(static_cast<int64_t>(all->size()), EntityCount(intent));
+  // Every cell of every counter of the P4Info (counter id 0).
+  auto cells = observer_->Read({IntentTranslator::AllCountersFilter()});
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  int64_t expected = 0;
+  for (const auto& counter : translator_.p4info().p4info().counters()) expected += counter.size();
+  EXPECT_EQ(static_cast<int64_t>(cells->size()), expected);
+}
+
 // --- Fake ---
 
 TEST(FakeSwitchClientTest, BehavesLikeASwitch) {
