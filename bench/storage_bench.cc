@@ -1,7 +1,8 @@
 // Storage figures (issue 3): durable job submissions per second (one transaction each, job row +
 // idempotency key + event, synchronous=FULL), the controller's snapshot load with 10,000 active
 // jobs on a fat-tree k=16 topology (target < 200 ms), the same snapshot with a plan for every job
-// and the derived per-switch intents, and durable event-log appends per second. Runs on a
+// and the derived per-switch intents (warm: plan cached in process; cold: first read after open),
+// and durable event-log appends per second. Runs on a
 // temporary file in $TMPDIR (so on that file system's fsync cost). Prints one JSON line.
 #include <stdlib.h>
 #include <unistd.h>
@@ -157,8 +158,11 @@ int main() {
     }
   }
 
-  // 2b. The same plus a plan for every job and its derived intents (what a restart loads).
+  // 2b. The same plus a plan for every job and its derived intents. "cold" is the first snapshot
+  // after open (a restart: the plan is decoded); "warm" is the controller loop's case (the plan it
+  // saved is cached in process; plans are immutable per version).
   std::vector<double> with_plan_ms;
+  double cold_ms = 0;
   double save_plan_ms = 0;
   size_t intents = 0;
   {
@@ -181,6 +185,14 @@ int main() {
       intents = snap->intents.size();
     }
   }
+  {
+    auto storage = inac::storage::SqliteStorage::Open(snap_db);
+    if (!storage.ok()) return Fail(storage.status());
+    auto t0 = Clock::now();
+    auto snap = (*storage)->ReadSnapshot();
+    cold_ms = Ms(Clock::now() - t0);
+    if (!snap.ok()) return Fail(snap.status());
+  }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 
@@ -190,7 +202,8 @@ int main() {
             << ",\"snapshot_ms_p50\":" << Median(snapshot_ms)
             << ",\"snapshot_target_ms\":200"
             << ",\"plan_save_ms\":" << save_plan_ms
-            << ",\"snapshot_with_plan_ms_p50\":" << Median(with_plan_ms)
+            << ",\"snapshot_with_plan_warm_ms_p50\":" << Median(with_plan_ms)
+            << ",\"snapshot_with_plan_cold_ms\":" << cold_ms
             << ",\"snapshot_intents\":" << intents << "}\n";
   return 0;
 }

@@ -185,14 +185,6 @@ absl::StatusOr<std::optional<core::TopologyRecord>> ReadTopology(SQLite::Databas
   return std::optional<core::TopologyRecord>(std::move(record));
 }
 
-absl::StatusOr<std::optional<core::PlanRecord>> ReadLatestPlan(SQLite::Database& db) {
-  SQLite::Statement q(db,
-                      "SELECT version, created_ms, doc FROM plans ORDER BY version DESC LIMIT 1");
-  if (!q.executeStep()) return std::optional<core::PlanRecord>();
-  INAC_ASSIGN_OR_RETURN(core::PlanRecord record, PlanFromRow(q));
-  return std::optional<core::PlanRecord>(std::move(record));
-}
-
 absl::StatusOr<core::PlanRecord> ReadPlan(SQLite::Database& db, int64_t version) {
   SQLite::Statement q(db, "SELECT version, created_ms, doc FROM plans WHERE version = ?");
   q.bind(1, static_cast<int64_t>(version));

@@ -33,7 +33,6 @@ int64_t LastEventSeq(SQLite::Database& db);
 
 // --- topology, plans, switches ---
 absl::StatusOr<std::optional<core::TopologyRecord>> ReadTopology(SQLite::Database& db);
-absl::StatusOr<std::optional<core::PlanRecord>> ReadLatestPlan(SQLite::Database& db);
 // NotFound for an unknown version.
 absl::StatusOr<core::PlanRecord> ReadPlan(SQLite::Database& db, int64_t version);
 absl::StatusOr<std::vector<core::SwitchIntent>> ReadIntents(SQLite::Database& db,

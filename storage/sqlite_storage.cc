@@ -1,6 +1,8 @@
 #include "storage/sqlite_storage.h"
 
+#include <algorithm>
 #include <bit>
+#include <memory>
 
 #include <SQLiteCpp/Statement.h>
 
@@ -53,6 +55,42 @@ absl::StatusOr<int64_t> SqliteTopologyStore::Put(const core::Topology& topology,
 
 // --- Plans ---
 
+std::shared_ptr<const PlanCache::Entry> PlanCache::Find(int64_t version) const {
+  absl::MutexLock l(&mu_);
+  if (entry_ && entry_->record.plan.version == version) return entry_;
+  return nullptr;
+}
+
+void PlanCache::Put(std::shared_ptr<const Entry> entry) {
+  absl::MutexLock l(&mu_);
+  if (!entry_ || entry_->record.plan.version <= entry->record.plan.version) {
+    entry_ = std::move(entry);
+  }
+}
+
+namespace {
+
+// The version of the newest plan (0 if none).
+int64_t LatestPlanVersion(SQLite::Database& db) {
+  SQLite::Statement q(db, "SELECT coalesce(max(version), 0) FROM plans");
+  q.executeStep();
+  return q.getColumn(0).getInt64();
+}
+
+// The plan `version` (known to exist) and its intents: from the cache, or decoded and cached.
+absl::StatusOr<std::shared_ptr<const PlanCache::Entry>> LoadPlan(SQLite::Database& db,
+                                                                 PlanCache& cache,
+                                                                 int64_t version) {
+  if (auto hit = cache.Find(version)) return hit;
+  auto entry = std::make_shared<PlanCache::Entry>();
+  INAC_ASSIGN_OR_RETURN(entry->record, rows::ReadPlan(db, version));
+  INAC_ASSIGN_OR_RETURN(entry->intents, rows::ReadIntents(db, version));
+  cache.Put(entry);
+  return entry;
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> SqlitePlanStore::Save(const core::Plan& plan,
                                               const std::vector<core::SwitchIntent>& intents,
                                               int64_t now_ms,
@@ -93,13 +131,24 @@ absl::StatusOr<int64_t> SqlitePlanStore::Save(const core::Plan& plan,
     rows::AppendEvents(db, events);
     return absl::OkStatus();
   }));
+  auto entry = std::make_shared<PlanCache::Entry>();
+  entry->record = core::PlanRecord{plan, now_ms};
+  entry->record.plan.version = version;
+  entry->intents = intents;
+  for (core::SwitchIntent& intent : entry->intents) intent.version = version;
+  std::sort(entry->intents.begin(), entry->intents.end(),
+            [](const auto& a, const auto& b) { return a.switch_id < b.switch_id; });
+  cache_->Put(std::move(entry));
   return version;
 }
 
 absl::StatusOr<std::optional<core::PlanRecord>> SqlitePlanStore::Latest() {
-  absl::StatusOr<std::optional<core::PlanRecord>> record = absl::InternalError("unset");
+  std::optional<core::PlanRecord> record;
   INAC_RETURN_IF_ERROR(db_->Read("get latest plan", [&](SQLite::Database& db) -> absl::Status {
-    record = rows::ReadLatestPlan(db);
+    int64_t version = LatestPlanVersion(db);
+    if (version == 0) return absl::OkStatus();
+    INAC_ASSIGN_OR_RETURN(auto entry, LoadPlan(db, *cache_, version));
+    record = entry->record;
     return absl::OkStatus();
   }));
   return record;
@@ -108,6 +157,15 @@ absl::StatusOr<std::optional<core::PlanRecord>> SqlitePlanStore::Latest() {
 absl::StatusOr<core::PlanRecord> SqlitePlanStore::Get(int64_t version) {
   absl::StatusOr<core::PlanRecord> record = absl::InternalError("unset");
   INAC_RETURN_IF_ERROR(db_->Read("get plan", [&](SQLite::Database& db) -> absl::Status {
+    if (auto hit = cache_->Find(version)) {
+      // Cached versions exist unless pruned; Prune never removes the newest plan, but check.
+      SQLite::Statement q(db, "SELECT 1 FROM plans WHERE version = ?");
+      q.bind(1, static_cast<int64_t>(version));
+      if (q.executeStep()) {
+        record = hit->record;
+        return absl::OkStatus();
+      }
+    }
     record = rows::ReadPlan(db, version);
     return absl::OkStatus();
   }));
@@ -121,6 +179,8 @@ absl::StatusOr<std::vector<core::SwitchIntent>> SqlitePlanStore::Intents(int64_t
     q.bind(1, static_cast<int64_t>(version));
     if (!q.executeStep()) {
       intents = absl::NotFoundError(absl::StrCat("plan ", version, " not found"));
+    } else if (auto hit = cache_->Find(version)) {
+      intents = hit->intents;
     } else {
       intents = rows::ReadIntents(db, version);
     }
@@ -274,7 +334,7 @@ SqliteStorage::SqliteStorage(std::unique_ptr<SqliteDatabase> db)
     : db_(std::move(db)),
       topology_(db_.get()),
       jobs_(db_.get()),
-      plans_(db_.get()),
+      plans_(db_.get(), &plan_cache_),
       switch_states_(db_.get()),
       events_(db_.get()) {}
 
@@ -289,9 +349,10 @@ absl::StatusOr<core::Snapshot> SqliteStorage::ReadSnapshot() {
   INAC_RETURN_IF_ERROR(db_->Read("read snapshot", [&](SQLite::Database& db) -> absl::Status {
     INAC_ASSIGN_OR_RETURN(snapshot.topology, rows::ReadTopology(db));
     INAC_ASSIGN_OR_RETURN(snapshot.jobs, rows::ReadActiveJobs(db));
-    INAC_ASSIGN_OR_RETURN(snapshot.plan, rows::ReadLatestPlan(db));
-    if (snapshot.plan) {
-      INAC_ASSIGN_OR_RETURN(snapshot.intents, rows::ReadIntents(db, snapshot.plan->plan.version));
+    if (int64_t version = LatestPlanVersion(db); version > 0) {
+      INAC_ASSIGN_OR_RETURN(auto entry, LoadPlan(db, plan_cache_, version));
+      snapshot.plan = entry->record;
+      snapshot.intents = entry->intents;
     }
     snapshot.switch_states = rows::ReadSwitchStates(db);
     snapshot.last_event_seq = rows::LastEventSeq(db);

@@ -48,9 +48,29 @@ class SqliteJobStore final : public core::JobStore {
   SqliteDatabase* db_;
 };
 
+// The newest plan and its intents, decoded. Plans are immutable once saved, so an entry keyed by
+// version never goes stale; it spares the controller loop decoding the plan on every snapshot
+// (seconds for a 10,000-job plan). Filled by PlanStore::Save and by the first read of a version.
+class PlanCache {
+ public:
+  struct Entry {
+    core::PlanRecord record;
+    std::vector<core::SwitchIntent> intents;  // by switch id, version set
+  };
+  // The entry for `version`, or null.
+  std::shared_ptr<const Entry> Find(int64_t version) const;
+  // Keeps `entry` unless the cache already holds a newer version.
+  void Put(std::shared_ptr<const Entry> entry);
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Entry> entry_ ABSL_GUARDED_BY(mu_);
+};
+
 class SqlitePlanStore final : public core::PlanStore {
  public:
-  explicit SqlitePlanStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  // Neither is owned.
+  SqlitePlanStore(SqliteDatabase* db, PlanCache* cache) : db_(db), cache_(cache) {}
   absl::StatusOr<int64_t> Save(const core::Plan& plan,
                                const std::vector<core::SwitchIntent>& intents, int64_t now_ms,
                                const std::vector<core::Event>& events) override;
@@ -61,6 +81,7 @@ class SqlitePlanStore final : public core::PlanStore {
 
  private:
   SqliteDatabase* db_;
+  PlanCache* cache_;
 };
 
 class SqliteSwitchStateStore final : public core::SwitchStateStore {
@@ -107,6 +128,7 @@ class SqliteStorage final : public core::Storage {
  private:
   explicit SqliteStorage(std::unique_ptr<SqliteDatabase> db);
   std::unique_ptr<SqliteDatabase> db_;
+  PlanCache plan_cache_;
   SqliteTopologyStore topology_;
   SqliteJobStore jobs_;
   SqlitePlanStore plans_;

@@ -78,6 +78,33 @@ TEST(SqliteDatabaseTest, DataSurvivesReopen) {
   EXPECT_EQ(again->job.id, id);
 }
 
+TEST(SqliteDatabaseTest, PlanDecodedAfterReopenEqualsThePlanSaved) {
+  // Save fills the in-process plan cache; a fresh process must decode exactly the same values.
+  TempDir dir;
+  std::string path = dir.File("inac.db");
+  core::Plan plan = testing::SamplePlan(4);
+  std::vector<core::SwitchIntent> intents = {testing::SampleIntent("s2", 4),
+                                             testing::SampleIntent("s1", 4)};
+  core::Snapshot warm;
+  {
+    auto storage = SqliteStorage::Open(path);
+    ASSERT_TRUE(storage.ok());
+    ASSERT_TRUE((*storage)->plans().Save(plan, intents, 9).ok());
+    auto snap = (*storage)->ReadSnapshot();
+    ASSERT_TRUE(snap.ok());
+    warm = *snap;
+  }
+  auto storage = SqliteStorage::Open(path);
+  ASSERT_TRUE(storage.ok());
+  auto cold = (*storage)->ReadSnapshot();
+  ASSERT_TRUE(cold.ok()) << cold.status();
+  ASSERT_TRUE(cold->plan && warm.plan);
+  EXPECT_EQ(*cold->plan, *warm.plan);
+  EXPECT_EQ(cold->intents, warm.intents);
+  EXPECT_EQ(*(*storage)->plans().Intents(1), warm.intents);
+  EXPECT_EQ((*storage)->plans().Get(1)->plan, warm.plan->plan);
+}
+
 TEST(SqliteDatabaseTest, NewerSchemaIsRefusedAndLeftUntouched) {
   TempDir dir;
   std::string path = dir.File("inac.db");
