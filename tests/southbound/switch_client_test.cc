@@ -472,14 +472,15 @@ TEST_F(ReconcileTest, FirstRunInsertsEverythingSecondWritesNothing) {
 
 TEST_F(ReconcileTest, MovesToANewIntentWithDeletesModifiesAndInserts) {
   ASSERT_TRUE(client_->Reconcile(MakeIntent(3, 4)).ok());
-  core::SwitchIntent next = MakeIntent(2, 4, 2);  // job 102 leaves
-  next.jobs[0].priority = 9;                      // job 100 changes priority
-  next.routes[0].egress_port = 31;                // a route changes port
+  core::SwitchIntent next = MakeIntent(2, 4, 2);   // job 102 leaves
+  next.jobs[0].priority = 9;                       // job 100 changes priority
+  next.routes[0].egress_port = 31;                 // a route changes port
+  next.multicast_groups[1].egress_ports = {2, 5};  // a group changes replicas
   next.inputs.push_back(core::AggregationInputIntent{800, 100, 0x0c000001, 5});  // a new input
   auto stats = client_->Reconcile(next);
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->deleted, 1 + 4 + 5 + 1);
-  EXPECT_EQ(stats->modified, 2);
+  EXPECT_EQ(stats->modified, 3);
   EXPECT_EQ(stats->inserted, 1);
   EXPECT_EQ(stats->failed, 0);
   EXPECT_EQ(Observed(), IntentState(next, translator_));
