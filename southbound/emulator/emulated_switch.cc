@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -259,8 +260,9 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     absl::uint128 election_id = 0;
   };
   struct Role {
-    uint64_t primary = 0;  // serial of the primary stream, 0: none
-    absl::uint128 primary_election_id = 0;
+    // The highest election id ever accepted as primary for the role (spec: a client becomes
+    // primary with an id >= it). None: the role never had a primary.
+    std::optional<absl::uint128> accepted;
   };
   struct Notification {
     std::shared_ptr<Stream> stream;
@@ -276,14 +278,27 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
 
   grpc::Status CheckPrimary(const std::string& role, bool has_election_id,
                             absl::uint128 election_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = roles_.find(role);
-    if (it == roles_.end() || it->second.primary == 0) {
+    const Stream* primary = Primary(role);
+    if (primary == nullptr) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "there is no primary client");
     }
-    if (!has_election_id || election_id != it->second.primary_election_id) {
+    if (!has_election_id || election_id != primary->election_id) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "not the primary client");
     }
     return grpc::Status::OK;
+  }
+
+  // The connected stream of `role` holding the accepted election id (nullptr: no primary).
+  Stream* Primary(const std::string& role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = roles_.find(role);
+    if (it == roles_.end() || !it->second.accepted.has_value()) return nullptr;
+    for (const auto& [serial, s] : streams_) {
+      if (s->arbitrated && s->role == role && s->has_election_id &&
+          s->election_id == *it->second.accepted) {
+        return s.get();
+      }
+    }
+    return nullptr;
   }
 
   // The connected, arbitrated stream of `role` with the highest election id (nullptr if none).
@@ -296,20 +311,19 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     return best;
   }
 
-  // The answer to `s`: the role's highest election id and s's standing.
+  // The answer to `s`: the role's highest accepted election id and s's standing.
   StreamMessageResponse AnswerFor(const Stream& s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     StreamMessageResponse response;
     p4::v1::MasterArbitrationUpdate* a = response.mutable_arbitration();
     a->set_device_id(device_id_);
     if (!s.role.empty()) a->mutable_role()->set_name(s.role);
-    if (const Stream* h = Highest(s.role); h != nullptr) {
-      SetUint128(h->election_id, a->mutable_election_id());
-    }
     const Role& role = roles_.at(s.role);
-    if (role.primary == s.serial) {
+    if (role.accepted.has_value()) SetUint128(*role.accepted, a->mutable_election_id());
+    const Stream* primary = Primary(s.role);
+    if (primary == &s) {
       a->mutable_status()->set_code(google::rpc::OK);
       a->mutable_status()->set_message("primary");
-    } else if (role.primary != 0) {
+    } else if (primary != nullptr) {
       a->mutable_status()->set_code(google::rpc::ALREADY_EXISTS);
       a->mutable_status()->set_message("a primary client is connected");
     } else {
@@ -352,23 +366,17 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
         }
       }
       if (result.ok()) {
+        Role& r = roles_[role];
+        const bool was_primary = Primary(role) == stream.get();
         stream->arbitrated = true;
         stream->role = role;
         stream->has_election_id = has_id;
         stream->election_id = id;
-        Role& r = roles_[role];
-        uint64_t before = r.primary;
-        absl::uint128 before_id = r.primary_election_id;
-        Stream* highest = Highest(role);
-        if (highest != nullptr && (r.primary != 0 || highest == stream.get())) {
-          // With a primary, the highest is (or stays) primary; without one, only the highest
-          // client's own update makes it primary.
-          r.primary = highest->serial;
-          r.primary_election_id = highest->election_id;
-        } else if (highest == nullptr) {
-          r.primary = 0;
-        }
-        if (r.primary != before || r.primary_election_id != before_id) {
+        // P4Runtime spec v1.3, section 5: an id >= the highest accepted one makes the client
+        // primary (the same id again re-confirms it); every client of the role is told.
+        const bool is_primary = has_id && (!r.accepted.has_value() || id >= *r.accepted);
+        if (is_primary) r.accepted = id;
+        if (is_primary || was_primary) {
           NotifyRole(role, &notifications);
         } else {
           notifications.push_back({stream, AnswerFor(*stream)});
@@ -384,19 +392,15 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     std::vector<Notification> notifications;
     {
       absl::MutexLock lock(&mu_);
+      const bool was_primary = stream->arbitrated && Primary(stream->role) == stream.get();
       streams_.erase(stream->serial);
-      if (stream->arbitrated) {
-        Role& r = roles_[stream->role];
-        if (r.primary == stream->serial) {
-          r.primary = 0;
-          if (deviations_.promote_backup_immediately) {
-            if (Stream* h = Highest(stream->role); h != nullptr) {
-              r.primary = h->serial;
-              r.primary_election_id = h->election_id;
-            }
+      if (was_primary) {
+        if (deviations_.promote_backup_immediately) {
+          if (Stream* h = Highest(stream->role); h != nullptr) {
+            roles_[stream->role].accepted = h->election_id;
           }
-          NotifyRole(stream->role, &notifications);
         }
+        NotifyRole(stream->role, &notifications);
       }
     }
     {

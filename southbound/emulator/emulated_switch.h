@@ -4,15 +4,16 @@
 // lost when the process ends, like a real switch's.
 //
 // Behaviour, per the P4Runtime specification v1.3:
-//  - Arbitration (section 5 "Client Arbitration and Controller Replication"), per role name: the
-//    connected stream with the highest election id is primary once it has sent its
-//    MasterArbitrationUpdate. Answers carry the highest election id among connected clients and a
-//    status: OK to the primary, ALREADY_EXISTS to backups, NOT_FOUND to everybody while there is
-//    no primary. Every client of the role is told when the primary changes. A second stream with
-//    an election id already in use is closed with INVALID_ARGUMENT; a wrong device id closes the
-//    stream with NOT_FOUND (INVALID_ARGUMENT when missing). When the primary's stream ends there
-//    is no primary until a client (re-)sends an arbitration update and is then the highest.
-//    Streams without an election id are backups that never become primary.
+//  - Arbitration (section 5 "Client Arbitration and Controller Replication"), per role name: a
+//    client becomes primary when its MasterArbitrationUpdate carries an election id >= the highest
+//    id the role has ever accepted as primary (so a higher id takes over from a live primary, and
+//    after the primary's stream ends nobody is primary until a client arbitrates with an id >= the
+//    old primary's). Every client of the role is told when the primary changes (or re-confirms);
+//    others get an answer to their own update only. Answers carry the highest accepted election id
+//    and a status: OK to the primary, ALREADY_EXISTS to backups while there is a primary,
+//    NOT_FOUND while there is none. A second connected stream with an election id already in use
+//    is closed with INVALID_ARGUMENT; a wrong device id closes the stream with NOT_FOUND
+//    (INVALID_ARGUMENT when missing). Streams without an election id are backups.
 //  - Write / SetForwardingPipelineConfig need the primary's election id (else PERMISSION_DENIED);
 //    Read / GetForwardingPipelineConfig / Capabilities need no arbitration.
 //  - Every RPC checks the device id: 0 when the switch's id is not 0 is INVALID_ARGUMENT
@@ -54,7 +55,8 @@ class Server;
 namespace inac::southbound::emulator {
 
 struct Bmv2Deviations {
-  // When the primary's stream ends, the highest remaining client becomes primary at once.
+  // When the primary's stream ends, the highest remaining client becomes primary at once (the
+  // spec waits for a client to arbitrate with an id >= the old primary's).
   bool promote_backup_immediately = false;
   // GetForwardingPipelineConfig without a pipeline answers FAILED_PRECONDITION.
   bool get_without_pipeline_fails = false;

@@ -130,7 +130,9 @@ class Session {
   }
   ~Session() { Drop(); }
 
-  void Arbitrate() {
+  void Arbitrate() { Arbitrate(election_id_); }
+  void Arbitrate(uint64_t election_id) {
+    election_id_ = election_id;
     p4::v1::StreamMessageRequest req;
     auto* a = req.mutable_arbitration();
     a->set_device_id(device_id_);
@@ -313,15 +315,41 @@ TEST_F(EmulatorTest, PrimaryDropsAndBackupBecomesPrimaryAfterReArbitration) {
 
   primary.Drop();
   // Every remaining client hears that there is no primary; nobody may write.
-  EXPECT_EQ(backup.NextCode(), google::rpc::NOT_FOUND);
+  p4::v1::MasterArbitrationUpdate vacant = backup.Next();
+  EXPECT_EQ(vacant.status().code(), google::rpc::NOT_FOUND);
+  EXPECT_EQ(vacant.election_id().low(), 10u);  // the highest id ever accepted
   EXPECT_EQ(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0))}, 5).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0))}, 10).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
 
-  backup.Arbitrate();
+  // Re-sending a lower id does not make a primary (the switch does not promote on its own) ...
+  backup.Arbitrate(5);
+  EXPECT_EQ(backup.NextCode(), google::rpc::NOT_FOUND);
+  // ... an id at least the old primary's does.
+  backup.Arbitrate(11);
   EXPECT_EQ(backup.NextCode(), google::rpc::OK);
-  EXPECT_TRUE(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0))}, 5).ok());
+  EXPECT_EQ(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0))}, 5).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0))}, 11).ok());
+
+  // The old primary comes back with its old id: it is now a backup.
+  Session returning(stub_.get(), 10);
+  returning.Arbitrate();
+  EXPECT_EQ(returning.NextCode(), google::rpc::ALREADY_EXISTS);
+}
+
+TEST_F(EmulatorTest, AReconnectingPrimaryKeepsItsRole) {
+  StartSwitch(true);
+  Session first(stub_.get(), 10);
+  first.Arbitrate();
+  ASSERT_EQ(first.NextCode(), google::rpc::OK);
+  first.Drop();
+  // The same controller reconnects with the same id (>= the highest accepted): primary again.
+  Session again(stub_.get(), 10);
+  again.Arbitrate();
+  EXPECT_EQ(again.NextCode(), google::rpc::OK);
+  EXPECT_TRUE(Write({}, 10).ok());
 }
 
 TEST_F(EmulatorTest, AHigherClientTakesOverAndEveryoneIsTold) {
