@@ -6,6 +6,8 @@
 
 #include "server/cmd_db.h"
 #include "server/cmd_job.h"
+#include "server/cmd_serve.h"
+#include "server/cmd_sim.h"
 #include "server/cmd_switch.h"
 #include "server/cmd_topo.h"
 
@@ -18,7 +20,9 @@ int Main(int argc, char** argv) {
   // Verbs: (one include above and one Add*Command call here per verb)
   AddTopoCommand(app);
   AddJobCommand(app);
+  AddServeCommand(app);
   AddDbCommand(app);
+  AddSimCommand(app);
   AddSwitchCommand(app);
   try {
     app.parse(argc, argv);

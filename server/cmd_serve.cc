@@ -1,0 +1,242 @@
+#include "server/cmd_serve.h"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/generators.h"
+#include "core/models.h"
+#include "core/json.h"
+#include "server/cli.h"
+#include "server/cli_util.h"
+#include "server/config.h"
+#include "server/controller.h"
+#include "server/http_api.h"
+#include "southbound/emulator/emulated_switch.h"
+#include "southbound/p4runtime_switch_client.h"
+#include "spdlog/spdlog.h"
+#include "storage/sqlite_storage.h"
+
+namespace inac::server {
+
+namespace {
+
+struct ServeArgs {
+  std::string config;
+  std::string db;
+  std::string listen;
+  bool demo = false;
+  std::string algorithm;
+  uint64_t election_id = 0;
+  std::string log_level = "info";
+};
+
+SwitchClientFactory P4RuntimeFactory() {
+  return [](const core::Switch& sw, uint64_t election_id)
+             -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
+    southbound::P4RuntimeSwitchClientOptions options;
+    options.switch_id = sw.id;
+    options.session.address = sw.p4runtime->address;
+    options.session.device_id = sw.p4runtime->device_id;
+    options.session.election_id = southbound::ElectionId{0, election_id};
+    options.session.connect_timeout = absl::Seconds(2);
+    options.session.rpc_timeout = absl::Seconds(10);
+    auto client = southbound::P4RuntimeSwitchClient::Create(std::move(options));
+    if (!client.ok()) return client.status();
+    return std::unique_ptr<southbound::SwitchClient>(std::move(*client));
+  };
+}
+
+std::string RandomToken() {
+  std::random_device rd;
+  std::string out;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) out.push_back(hex[rd() % 16]);
+  return out;
+}
+
+// The demo's sample jobs (examples/fat-tree-k4/jobs.json).
+std::vector<core::JobSpec> DemoJobs() {
+  std::vector<core::JobSpec> jobs(3);
+  jobs[0].name = "resnet50-pod0";
+  jobs[0].tenant = "vision";
+  jobs[0].priority = 2;
+  jobs[0].model = "ResNet50";
+  jobs[0].workers = {"h0_0_0", "h0_0_1", "h0_1_0", "h0_1_1"};
+  jobs[0].parameter_servers = {"h1_0_0"};
+  jobs[0].iterations = 1000;
+  jobs[0].batch_size = 64;
+  jobs[1].name = "vgg16-cross-pod";
+  jobs[1].tenant = "vision";
+  jobs[1].priority = 1;
+  jobs[1].model = "VGG16";
+  jobs[1].workers = {"h2_0_0", "h2_0_1", "h3_0_0", "h3_0_1"};
+  jobs[1].parameter_servers = {"h2_1_0", "h3_1_0"};
+  jobs[1].iterations = 500;
+  jobs[1].batch_size = 32;
+  jobs[2].name = "alexnet-cross-pod";
+  jobs[2].tenant = "nlp";
+  jobs[2].model = "AlexNet";
+  jobs[2].workers = {"h1_1_0", "h1_1_1", "h3_1_1"};
+  jobs[2].parameter_servers = {"h2_1_1"};
+  jobs[2].iterations = 200;
+  jobs[2].batch_size = 16;
+  for (auto& j : jobs) {
+    const core::ModelProfile* m = core::FindModel(*j.model);
+    j.gradient_bytes = m->gradient_bytes;
+    j.compute_ms = m->compute_ms;
+  }
+  return jobs;
+}
+
+std::atomic<int> g_signal{0};
+
+int Serve(const ServeArgs& args) {
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  auto level = spdlog::level::from_str(args.log_level);
+  spdlog::set_level(level);
+
+  ServeConfig config;
+  if (args.demo) config.db = "inac-demo.db";
+  if (!args.config.empty()) {
+    auto text = ReadFile(args.config);
+    if (!text.ok()) {
+      std::cerr << "inac: " << text.status().message() << "\n";
+      return kExitBadInput;
+    }
+    std::vector<core::Problem> problems;
+    auto parsed = ParseServeConfig(*text, config, &problems);
+    if (!parsed) {
+      PrintProblems(args.config, problems);
+      return kExitBadInput;
+    }
+    config = *parsed;
+  }
+  if (!args.db.empty()) config.db = args.db;
+  if (!args.listen.empty()) config.listen = args.listen;
+  if (!args.algorithm.empty()) config.controller.algorithm = args.algorithm;
+  if (args.election_id) config.controller.election_id = args.election_id;
+
+  std::string host;
+  int port = 0;
+  if (auto s = SplitHostPort(config.listen, &host, &port); !s.ok()) {
+    std::cerr << "inac: --listen: " << s.message() << "\n";
+    return kExitBadInput;
+  }
+  std::string demo_token;
+  if (args.demo && config.tokens.empty()) {
+    demo_token = RandomToken();
+    config.tokens.push_back(ApiToken{"demo-admin", demo_token, Role::kAdmin, ""});
+  }
+  if (config.tokens.empty()) {
+    if (!IsLoopbackHost(host)) {
+      std::cerr << "inac: refusing to listen on " << host
+                << " without API tokens; configure tokens or listen on 127.0.0.1\n";
+      return kExitBadInput;
+    }
+    spdlog::warn("event=auth_disabled reason=\"no tokens configured\" listen={} "
+                 "note=\"serving on loopback only\"", config.listen);
+  }
+
+  auto storage = storage::SqliteStorage::Open(config.db);
+  if (!storage.ok()) {
+    std::cerr << "inac: " << storage.status().message() << "\n";
+    return kExitFailure;
+  }
+
+  // The demo fabric: every switch of a fat-tree k=4 is an emulated P4Runtime switch.
+  std::vector<std::unique_ptr<southbound::emulator::EmulatedSwitch>> fabric;
+  if (args.demo) {
+    core::GeneratorOptions gen;
+    auto topology = core::GenerateFatTree(4, gen).value();
+    for (size_t i = 0; i < topology.switches.size(); ++i) {
+      southbound::emulator::EmulatedSwitchOptions options;
+      options.listen_address = "127.0.0.1:0";
+      options.device_id = i + 1;
+      auto sw = southbound::emulator::EmulatedSwitch::Start(options);
+      if (!sw.ok()) {
+        std::cerr << "inac: demo switch " << topology.switches[i].id << ": " << sw.status().message() << "\n";
+        return kExitFailure;
+      }
+      topology.switches[i].p4runtime = core::P4RuntimeEndpoint{(*sw)->address(), i + 1};
+      fabric.push_back(std::move(*sw));
+    }
+    auto put = (*storage)->topology().Put(topology, SystemClockMs());
+    if (!put.ok()) {
+      std::cerr << "inac: " << put.status().message() << "\n";
+      return kExitFailure;
+    }
+  }
+
+  Controller controller(storage->get(), P4RuntimeFactory(), SystemClockMs, config.controller);
+  if (auto s = controller.Start(); !s.ok()) {
+    std::cerr << "inac: " << s.message() << "\n";
+    return kExitBadInput;
+  }
+  HttpApiOptions http_options;
+  http_options.tokens = config.tokens;
+  HttpApi api(&controller, http_options);
+  auto bound = api.Bind(host, port);
+  if (!bound.ok()) {
+    std::cerr << "inac: " << bound.status().message() << "\n";
+    controller.Stop();
+    return kExitFailure;
+  }
+  std::string base = absl::StrCat("http://", host, ":", *bound, "/api/v1");
+  // Tests read this line to find the port.
+  std::cout << "listening on " << host << ":" << *bound << std::endl;
+  spdlog::info("event=serving api={} db={}", base, config.db);
+  if (args.demo) {
+    for (const auto& spec : DemoJobs()) {
+      auto r = controller.SubmitJob(spec, core::IdempotencyKey{"demo-" + spec.name,
+                                                                core::JobSpecToJson(spec).dump()});
+      if (!r.ok()) spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
+    }
+    std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
+              << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
+              << "  Dashboard: " << base << "/switches , " << base << "/jobs , " << base
+              << "/events/stream\n"
+              << "  Token:     " << demo_token << "\n"
+              << "  Try:       curl -H 'Authorization: Bearer " << demo_token << "' " << base
+              << "/jobs\n"
+              << "  Stop with Ctrl-C.\n"
+              << std::endl;
+  }
+
+  std::thread server([&api] { api.Serve(); });
+  std::signal(SIGINT, [](int s) { g_signal = s; });
+  std::signal(SIGTERM, [](int s) { g_signal = s; });
+  std::signal(SIGPIPE, SIG_IGN);
+  while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  spdlog::info("event=shutdown signal={}", g_signal.load());
+  api.Stop();
+  server.join();
+  controller.Stop();
+  for (auto& sw : fabric) sw->Shutdown();
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Run the controller (REST API + control loop)");
+  cmd->add_option("--config", args->config, "Configuration file (JSON)");
+  cmd->add_option("--db", args->db, "SQLite database file (default ./inac.db)");
+  cmd->add_option("--listen", args->listen, "REST API address host:port (default 127.0.0.1:8080)");
+  cmd->add_flag("--demo", args->demo,
+                "Embedded demo: in-process emulated fat-tree k=4 fabric and sample jobs");
+  cmd->add_option("--algorithm", args->algorithm, "Routing algorithm (default grid)");
+  cmd->add_option("--election-id", args->election_id,
+                  "P4Runtime election id (default: one above the highest stored)");
+  cmd->add_option("--log-level", args->log_level, "trace|debug|info|warn|error")->capture_default_str();
+  cmd->callback([args] {
+    int code = Serve(*args);
+    if (code != kExitOk) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace inac::server

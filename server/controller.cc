@@ -1,0 +1,970 @@
+#include "server/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/json.h"
+#include "core/validation.h"
+#include "scheduler/memory/aggregator_model.h"
+#include "scheduler/memory/memory_planner.h"
+#include "scheduler/model/flow_model.h"
+#include "scheduler/routing/routing_algorithm.h"
+#include "spdlog/spdlog.h"
+
+namespace inac::server {
+
+int64_t SystemClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One managed switch: its client and what the loop knows about it.
+struct Controller::SwitchSlot {
+  core::Switch sw;
+  std::mutex mu;  // serialises the loop's use of the client with status readers
+  std::unique_ptr<southbound::SwitchClient> client;
+  std::string factory_error;
+  bool was_connected = false;
+  bool needs_pipeline = true;
+  int64_t applied_version = 0;
+  int64_t intent_version = 0;
+  int64_t entries = 0;
+  int64_t aggregators_used = 0;
+  std::string last_error;
+  int64_t last_contact_ms = 0;
+  int64_t pipeline_pushes = 0;
+
+  // What status readers see: a copy published by the loop after each visit (readers never wait
+  // for a reconciliation in progress).
+  std::mutex published_mu;
+  SwitchStatus published;
+
+  void Publish() {
+    std::lock_guard<std::mutex> lock(published_mu);
+    published.intent_version = intent_version;
+    published.applied_version = applied_version;
+    published.last_error = last_error;
+    published.last_contact_ms = last_contact_ms;
+    published.pipeline_pushes = pipeline_pushes;
+    published.entries = entries;
+    published.aggregators_used = aggregators_used;
+  }
+};
+
+namespace {
+
+
+std::string Hex(size_t v) { return absl::StrFormat("%016x", v); }
+
+core::Event MakeEvent(int64_t now, std::string kind, std::optional<core::JobId> job,
+                      std::string message, std::string data = "{}") {
+  core::Event e;
+  e.time_ms = now;
+  e.kind = std::move(kind);
+  e.job_id = job;
+  e.message = std::move(message);
+  e.data_json = std::move(data);
+  return e;
+}
+
+// Job ids that have at least one entry in `intent`.
+std::set<core::JobId> JobsOf(const core::SwitchIntent& intent) {
+  std::set<core::JobId> ids;
+  for (const auto& j : intent.jobs) ids.insert(j.job_id);
+  for (const auto& i : intent.inputs) ids.insert(i.job_id);
+  for (const auto& r : intent.routes) ids.insert(r.job_id);
+  for (const auto& g : intent.multicast_groups) ids.insert(g.job_id);
+  return ids;
+}
+
+int64_t EntryCount(const core::SwitchIntent& intent) {
+  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+                              intent.multicast_groups.size());
+}
+
+}  // namespace
+
+Controller::Controller(core::Storage* storage, SwitchClientFactory factory, Clock clock,
+                       ControllerOptions options)
+    : storage_(storage),
+      factory_(std::move(factory)),
+      clock_(std::move(clock)),
+      options_(std::move(options)) {}
+
+Controller::~Controller() { Stop(); }
+
+absl::Status Controller::Start() {
+  auto algorithm = scheduler::MakeRoutingAlgorithm(options_.algorithm);
+  if (!algorithm.ok()) return algorithm.status();
+  if (!scheduler::ParseMemoryPolicy(options_.memory_policy)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown memory policy \"", options_.memory_policy,
+                     "\" (known: esa, atp, switchml, no_ina)"));
+  }
+  uint64_t election = options_.election_id;
+  if (election == 0) {
+    auto max = storage_->switch_states().MaxElectionId();
+    if (!max.ok()) return max.status();
+    election = *max + 1;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_) return absl::OkStatus();
+    election_id_ = election;
+    started_ = true;
+    stopping_ = false;
+    wake_ = true;
+  }
+  spdlog::info("event=controller_start algorithm={} memory_policy={} election_id={}",
+               options_.algorithm, options_.memory_policy, election);
+  Log("controller_started", std::nullopt,
+      absl::StrCat("controller started with election id ", election));
+  loop_ = std::thread([this] { LoopMain(); });
+  return absl::OkStatus();
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return;
+    stopping_ = true;
+    started_ = false;
+  }
+  wake_cv_.notify_all();
+  pass_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  std::map<std::string, std::shared_ptr<SwitchSlot>> slots;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots.swap(slots_);
+  }
+  for (auto& [id, slot] : slots) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    if (slot->client) slot->client->Disconnect();
+  }
+  event_cv_.notify_all();
+}
+
+void Controller::Notify(Wake why) {
+  (void)why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+void Controller::Log(const std::string& kind, std::optional<core::JobId> job,
+                     const std::string& message) {
+  auto seq = storage_->events().Append(MakeEvent(clock_(), kind, job, message));
+  if (!seq.ok()) spdlog::warn("event=event_log_failed kind={} error=\"{}\"", kind, seq.status().ToString());
+  event_cv_.notify_all();
+}
+
+void Controller::LoopMain() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_cv_.wait_for(lock, std::chrono::milliseconds(options_.timer_ms),
+                        [this] { return wake_ || stopping_; });
+      if (stopping_) break;
+      // Timer expiry and wake-ups both run a pass; debounce bursts of wake-ups.
+    }
+    if (options_.debounce_ms > 0) {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_cv_.wait_for(lock, std::chrono::milliseconds(options_.debounce_ms),
+                        [this] { return stopping_; });
+      if (stopping_) break;
+    }
+    int64_t pass_id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake_ = false;
+      pass_id = ++passes_started_;
+    }
+    Pass();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      passes_done_ = pass_id;
+      metrics_.loop_passes++;
+      metrics_.last_pass_ms = clock_();
+    }
+    pass_cv_.notify_all();
+  }
+  pass_cv_.notify_all();
+}
+
+std::string Controller::Fingerprint(const core::Snapshot& snapshot) const {
+  std::string text = absl::StrCat("alg=", options_.algorithm, ";mem=", options_.memory_policy,
+                                  ";seed=", options_.seed, ";rounds=", options_.rounds,
+                                  ";paths=", options_.paths, ";topo=",
+                                  snapshot.topology ? snapshot.topology->version : 0, ";jobs=");
+  for (const core::Job& job : snapshot.jobs) {
+    absl::StrAppend(&text, job.id, ":", std::hash<std::string>{}(core::JobSpecToJson(job.spec).dump()),
+                    ",");
+  }
+  return Hex(std::hash<std::string>{}(text));
+}
+
+absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topology,
+                                                   const std::vector<core::Job>& jobs,
+                                                   const core::Plan* previous, std::string* error) {
+  scheduler::PlanningInput input;
+  input.topology = topology;
+  input.seed = options_.seed;
+  input.options.rounds = options_.rounds;
+  input.options.paths = options_.paths;
+  std::vector<const core::Job*> rings;
+  for (const core::Job& job : jobs) {
+    if (job.spec.allreduce == core::AllReduce::kRing) {
+      rings.push_back(&job);
+    } else {
+      input.jobs.push_back(scheduler::JobInput{job.id, job.spec});
+    }
+  }
+  core::Plan plan;
+  if (!input.jobs.empty()) {
+    auto routed = scheduler::PlanRouting(options_.algorithm, input);
+    if (!routed.ok()) {
+      *error = std::string(routed.status().message());
+      return routed.status();
+    }
+    plan = std::move(routed->plan);
+    core::Graph graph(input.topology);
+    std::vector<scheduler::MemoryJobState> states;
+    int64_t now = clock_();
+    for (const core::Job& job : jobs) states.push_back(scheduler::MemoryJobStateFromJob(job, now));
+    scheduler::MemoryPlannerOptions mem;
+    mem.policy = *scheduler::ParseMemoryPolicy(options_.memory_policy);
+    auto status = scheduler::AssignAggregators(graph, states, previous, mem, &plan);
+    if (!status.ok()) {
+      *error = std::string(status.message());
+      return status;
+    }
+    // Re-score with the memory caps the allocation implies.
+    auto evaluation = scheduler::EvaluatePlan(input, plan);
+    if (evaluation.ok()) scheduler::ApplyEvaluation(*evaluation, &plan);
+  }
+  plan.algorithm = options_.algorithm;
+  // Ring all-reduce jobs: ring in worker order, no switch state (Rina is a later issue).
+  for (const core::Job* job : rings) {
+    core::JobPlan jp;
+    jp.job_id = job->id;
+    jp.ring = job->spec.workers;
+    jp.batch_size = job->spec.batch_size;
+    jp.priority = job->spec.priority;
+    plan.jobs.push_back(std::move(jp));
+  }
+  for (core::JobPlan& jp : plan.jobs) {
+    if (jp.batch_size == 0) {
+      for (const core::Job& job : jobs) {
+        if (job.id == jp.job_id) jp.batch_size = job.spec.batch_size;
+      }
+    }
+  }
+  std::sort(plan.jobs.begin(), plan.jobs.end(),
+            [](const core::JobPlan& a, const core::JobPlan& b) { return a.job_id < b.job_id; });
+  return plan;
+}
+
+absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
+                                             int64_t* plan_version) {
+  std::string fingerprint = Fingerprint(snapshot);
+  if (snapshot.plan && snapshot.plan->plan.fingerprint == fingerprint) {
+    *plan_version = snapshot.plan->plan.version;
+    return false;
+  }
+  const core::Topology& topology = snapshot.topology->topology;
+  // Jobs that can be placed now: hosts present and connected over up links.
+  std::vector<core::Job> placeable;
+  std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
+  std::vector<core::Event> events;
+  int64_t now = clock_();
+  for (const core::Job& job : snapshot.jobs) {
+    auto problems = core::ValidateJobSpec(job.spec, &topology, "");
+    if (problems.empty()) {
+      placeable.push_back(job);
+      continue;
+    }
+    bool missing_host = false;
+    for (const auto& p : problems) missing_host |= p.message.find("unknown host") != std::string::npos ||
+                                                   p.message.find("is a switch") != std::string::npos;
+    if (missing_host) {
+      core::JobUpdate u;
+      u.state = core::JobState::kFailed;
+      u.failure_reason = core::FormatProblems(problems);
+      updates.push_back({job.id, u});
+      events.push_back(MakeEvent(now, "job_failed", job.id, u.failure_reason->substr(0, 500)));
+    } else if (job.state != core::JobState::kPending) {
+      core::JobUpdate u;
+      u.state = core::JobState::kPending;
+      updates.push_back({job.id, u});
+      events.push_back(MakeEvent(now, "job_unplaceable", job.id, core::FormatProblems(problems)));
+    }
+  }
+  const core::Plan* previous = snapshot.plan ? &snapshot.plan->plan : nullptr;
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  auto plan = ComputePlan(topology, placeable, previous, &error);
+  double solve_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!plan.ok()) {
+    Log("plan_failed", std::nullopt, absl::StrCat("planning failed: ", error));
+    spdlog::warn("event=plan_failed error=\"{}\"", error);
+    if (!updates.empty()) {
+      auto s = storage_->jobs().UpdateMany(updates, now, events);
+      if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
+    }
+    return plan.status();
+  }
+  plan->solve_ms = solve_ms;
+  plan->fingerprint = fingerprint;
+  plan->version = 0;  // next version
+  auto intents = core::DeriveSwitchIntents(topology, *plan);
+  std::vector<core::Event> plan_events = {MakeEvent(
+      now, "plan_saved", std::nullopt,
+      absl::StrFormat("planned %d job(s) with %s in %.1f ms", plan->jobs.size(), plan->algorithm,
+                      solve_ms))};
+  auto version = storage_->plans().Save(*plan, intents, now, plan_events);
+  if (!version.ok()) return version.status();
+  *plan_version = *version;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.plans_computed++;
+    metrics_.last_plan_ms = solve_ms;
+    metrics_.plan_ms_sum += solve_ms;
+  }
+  spdlog::info("event=plan_saved version={} jobs={} solve_ms={:.1f}", *version, plan->jobs.size(),
+               solve_ms);
+  for (const core::Job& job : placeable) {
+    if (job.state == core::JobState::kPending) {
+      core::JobUpdate u;
+      u.state = core::JobState::kScheduled;
+      updates.push_back({job.id, u});
+      events.push_back(MakeEvent(now, "job_scheduled", job.id,
+                                 absl::StrCat("scheduled in plan ", *version)));
+    }
+  }
+  if (!updates.empty()) {
+    auto s = storage_->jobs().UpdateMany(updates, now, events);
+    if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
+  }
+  storage_->plans().Prune(options_.keep_plans).IgnoreError();
+  event_cv_.notify_all();
+  return true;
+}
+
+void Controller::SyncSwitchSlots(const core::Topology& topology) {
+  std::map<std::string, const core::Switch*> wanted;
+  for (const core::Switch& sw : topology.switches) {
+    if (sw.p4runtime) wanted[sw.id] = &sw;
+  }
+  std::vector<std::shared_ptr<SwitchSlot>> removed;
+  uint64_t election;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    election = election_id_;
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      auto w = wanted.find(it->first);
+      if (w == wanted.end() || !(w->second->p4runtime == it->second->sw.p4runtime)) {
+        removed.push_back(it->second);
+        it = slots_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& slot : removed) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    if (slot->client) slot->client->Disconnect();
+  }
+  for (const auto& [id, sw] : wanted) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (slots_.count(id)) continue;
+    }
+    auto slot = std::make_shared<SwitchSlot>();
+    slot->sw = *sw;
+    auto client = factory_(*sw, election);
+    if (client.ok()) {
+      slot->client = std::move(*client);
+    } else {
+      slot->factory_error = std::string(client.status().message());
+      slot->last_error = slot->factory_error;
+    }
+    auto stored = storage_->switch_states().Get(id);
+    if (stored.ok() && stored->has_value()) {
+      slot->applied_version = (*stored)->applied_version;
+      slot->last_contact_ms = (*stored)->last_contact_ms;
+    }
+    slot->Publish();
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[id] = std::move(slot);
+  }
+}
+
+void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_version,
+                              const std::vector<core::SwitchIntent>& intents) {
+  (void)snapshot;
+  std::map<std::string, const core::SwitchIntent*> by_switch;
+  for (const auto& intent : intents) by_switch[intent.switch_id] = &intent;
+  std::vector<std::shared_ptr<SwitchSlot>> work;
+  uint64_t election;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    election = election_id_;
+    for (auto& [id, slot] : slots_) work.push_back(slot);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> writes{0}, errors{0}, runs{0};
+  std::atomic<int64_t> micros{0};
+  auto worker = [&] {
+    while (true) {
+      size_t i = next++;
+      if (i >= work.size()) return;
+      SwitchSlot& slot = *work[i];
+      std::lock_guard<std::mutex> lock(slot.mu);
+      core::SwitchIntent empty;
+      empty.switch_id = slot.sw.id;
+      empty.version = plan_version;
+      auto it = by_switch.find(slot.sw.id);
+      const core::SwitchIntent& intent = it != by_switch.end() ? *it->second : empty;
+      slot.intent_version = plan_version;
+      slot.entries = EntryCount(intent);
+      int64_t used = 0;
+      for (const auto& j : intent.jobs) used += j.aggregator_count;
+      slot.aggregators_used = used;
+      if (!slot.client) {
+        slot.Publish();
+        continue;
+      }
+      int64_t now = clock_();
+      std::string error;
+      bool applied = false;
+      absl::Status connected = slot.client->Connect();
+      if (!connected.ok() || !slot.client->IsConnected()) {
+        error = connected.ok() ? "not connected" : std::string(connected.message());
+        slot.was_connected = false;
+        slot.needs_pipeline = true;
+      } else {
+        if (!slot.was_connected) {
+          slot.was_connected = true;
+          slot.needs_pipeline = true;
+          Log("switch_connected", std::nullopt,
+              absl::StrCat("switch ", slot.sw.id, " connected (",
+                           slot.client->IsPrimary() ? "primary" : "backup", ")"));
+        }
+        slot.last_contact_ms = now;
+        if (!slot.client->IsPrimary()) {
+          error = "backup: another controller is primary";
+        } else {
+          bool ok = true;
+          if (slot.needs_pipeline) {
+            auto pushed = slot.client->EnsurePipeline();
+            if (!pushed.ok()) {
+              error = absl::StrCat("pipeline: ", pushed.status().message());
+              ok = false;
+            } else {
+              slot.needs_pipeline = false;
+              if (*pushed) {
+                slot.pipeline_pushes++;
+                Log("pipeline_pushed", std::nullopt,
+                    absl::StrCat("pushed the INA pipeline to ", slot.sw.id));
+              }
+            }
+          }
+          if (ok) {
+            auto start = std::chrono::steady_clock::now();
+            auto stats = slot.client->Reconcile(intent);
+            micros += std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+            runs++;
+            if (!stats.ok()) {
+              error = absl::StrCat("reconcile: ", stats.status().message());
+              // A lost session or pipeline: check the pipeline again next time.
+              slot.needs_pipeline = true;
+            } else {
+              writes += stats->writes();
+              errors += stats->failed;
+              if (stats->converged()) {
+                applied = true;
+              } else {
+                error = stats->errors.empty() ? "some updates were refused" : stats->errors[0];
+              }
+              if (stats->writes() > 0) {
+                spdlog::info("event=reconciled switch={} version={} inserted={} modified={} deleted={} failed={}",
+                             slot.sw.id, plan_version, stats->inserted, stats->modified,
+                             stats->deleted, stats->failed);
+              }
+            }
+          }
+        }
+      }
+      if (!error.empty() && error != slot.last_error) {
+        errors++;
+        spdlog::warn("event=switch_error switch={} error=\"{}\"", slot.sw.id, error);
+        Log("switch_error", std::nullopt, absl::StrCat(slot.sw.id, ": ", error));
+      }
+      slot.last_error = error;
+      if (applied) slot.applied_version = plan_version;
+      slot.Publish();
+      core::SwitchState state;
+      state.switch_id = slot.sw.id;
+      state.applied_version = slot.applied_version;
+      state.last_error = error;
+      state.last_contact_ms = slot.last_contact_ms;
+      state.election_id = election;
+      auto s = storage_->switch_states().Put(state);
+      if (!s.ok()) spdlog::warn("event=switch_state_save_failed switch={} error=\"{}\"", slot.sw.id, s.ToString());
+    }
+  };
+  int threads = std::max(1, std::min<int>(options_.reconcile_parallelism, work.size()));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.reconcile_runs += runs;
+  metrics_.southbound_writes += writes;
+  metrics_.southbound_errors += errors;
+  if (runs > 0) {
+    metrics_.reconcile_ms_sum += micros / 1000.0;
+    metrics_.last_reconcile_ms = micros / 1000.0 / runs;
+  }
+}
+
+void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::SwitchIntent>& intents) {
+  auto active = storage_->jobs().List(core::JobFilter{{core::JobState::kScheduled}, {}, 0, 100000});
+  if (!active.ok() || active->jobs.empty()) return;
+  std::map<std::string, int64_t> applied;
+  std::map<std::string, bool> managed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, slot] : slots_) {
+      applied[id] = slot->applied_version;
+      managed[id] = true;
+    }
+  }
+  std::map<core::JobId, bool> ready;
+  for (const core::Job& job : active->jobs) ready[job.id] = true;
+  for (const auto& intent : intents) {
+    bool ok = managed.count(intent.switch_id) == 0 ||  // unmanaged switches need nothing
+              applied[intent.switch_id] >= plan_version;
+    if (ok) continue;
+    for (core::JobId id : JobsOf(intent)) {
+      if (ready.count(id)) ready[id] = false;
+    }
+  }
+  std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
+  std::vector<core::Event> events;
+  int64_t now = clock_();
+  for (const auto& [id, ok] : ready) {
+    if (!ok) continue;
+    core::JobUpdate u;
+    u.state = core::JobState::kRunning;
+    updates.push_back({id, u});
+    events.push_back(MakeEvent(now, "job_running", id,
+                               absl::StrCat("every switch applied plan ", plan_version)));
+  }
+  if (updates.empty()) return;
+  auto s = storage_->jobs().UpdateMany(updates, now, events);
+  if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
+  event_cv_.notify_all();
+}
+
+void Controller::Pass() {
+  auto snapshot = storage_->ReadSnapshot();
+  if (!snapshot.ok()) {
+    spdlog::error("event=snapshot_failed error=\"{}\"", snapshot.status().ToString());
+    return;
+  }
+  if (!snapshot->topology) return;  // nothing to control yet
+  SyncSwitchSlots(snapshot->topology->topology);
+  int64_t plan_version = 0;
+  auto replanned = MaybeReplan(*snapshot, &plan_version);
+  if (!replanned.ok() && plan_version == 0) {
+    if (!snapshot->plan) return;
+    plan_version = snapshot->plan->plan.version;  // keep driving the last good plan
+  }
+  std::vector<core::SwitchIntent> intents;
+  if (plan_version == (snapshot->plan ? snapshot->plan->plan.version : -1)) {
+    intents = snapshot->intents;
+  } else {
+    auto loaded = storage_->plans().Intents(plan_version);
+    if (!loaded.ok()) {
+      spdlog::error("event=intents_load_failed version={} error=\"{}\"", plan_version,
+                    loaded.status().ToString());
+      return;
+    }
+    intents = std::move(*loaded);
+  }
+  ReconcileAll(*snapshot, plan_version, intents);
+  AdvanceJobs(plan_version, intents);
+  storage_->events().Trim(options_.keep_events).IgnoreError();
+}
+
+absl::Status Controller::Sync(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_) return absl::FailedPreconditionError("controller is not running");
+  int64_t target = passes_started_ + 1;
+  wake_ = true;
+  wake_cv_.notify_one();
+  bool done = pass_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                [&] { return passes_done_ >= target || stopping_; });
+  if (!done) return absl::DeadlineExceededError("controller pass did not finish in time");
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Commands
+
+absl::StatusOr<core::CreateJobResult> Controller::SubmitJob(
+    const core::JobSpec& spec, const std::optional<core::IdempotencyKey>& idempotency) {
+  auto topology = storage_->topology().Get();
+  if (!topology.ok()) return topology.status();
+  const core::Topology* topo = topology->has_value() ? &(*topology)->topology : nullptr;
+  auto problems = core::ValidateJobSpec(spec, topo, "");
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(core::FormatProblems(problems));
+  }
+  int64_t now = clock_();
+  auto result = storage_->jobs().Create(
+      spec, now, idempotency,
+      {MakeEvent(now, "job_submitted", std::nullopt,
+                 absl::StrCat("job \"", spec.name, "\" submitted by tenant ", spec.tenant))});
+  if (result.ok()) {
+    event_cv_.notify_all();
+    if (result->created) Notify(Wake::kJobs);
+  }
+  return result;
+}
+
+absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) {
+  auto job = storage_->jobs().Get(id);
+  if (!job.ok()) return job.status();
+  core::JobUpdate u;
+  u.state = core::JobState::kCancelled;
+  int64_t now = clock_();
+  auto updated = storage_->jobs().Update(id, u, now, {MakeEvent(now, "job_cancelled", id, "cancelled")});
+  if (updated.ok()) {
+    event_cv_.notify_all();
+    Notify(Wake::kJobs);
+  }
+  return updated;
+}
+
+absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t iterations_done,
+                                                     std::optional<double> loss) {
+  auto job = storage_->jobs().Get(id);
+  if (!job.ok()) return job.status();
+  if (job->state != core::JobState::kScheduled && job->state != core::JobState::kRunning) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", std::string(core::JobStateName(job->state)),
+        "; progress is accepted only while it is scheduled or running"));
+  }
+  if (iterations_done < job->iterations_done) {
+    return absl::InvalidArgumentError(absl::StrCat("iterations_done: went backwards (", iterations_done,
+                                                   " < ", job->iterations_done, ")"));
+  }
+  if (iterations_done > job->spec.iterations) {
+    return absl::InvalidArgumentError(absl::StrCat("iterations_done: ", iterations_done,
+                                                   " exceeds the job's ", job->spec.iterations,
+                                                   " iterations"));
+  }
+  int64_t now = clock_();
+  core::JobUpdate u;
+  u.iterations_done = iterations_done;
+  u.loss = loss;
+  bool done = iterations_done == job->spec.iterations;
+  if (!done) {
+    return storage_->jobs().Update(id, u, now);
+  }
+  std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
+  if (job->state == core::JobState::kScheduled) {
+    core::JobUpdate run;
+    run.state = core::JobState::kRunning;
+    updates.push_back({id, run});
+  }
+  u.state = core::JobState::kCompleted;
+  updates.push_back({id, u});
+  auto s = storage_->jobs().UpdateMany(
+      updates, now, {MakeEvent(now, "job_completed", id, absl::StrCat("completed after ", iterations_done, " iterations"))});
+  if (!s.ok()) return s;
+  event_cv_.notify_all();
+  Notify(Wake::kJobs);
+  return storage_->jobs().Get(id);
+}
+
+absl::StatusOr<int64_t> Controller::PutTopology(const core::Topology& topology) {
+  auto problems = core::ValidateTopology(topology);
+  if (!problems.empty()) return absl::InvalidArgumentError(core::FormatProblems(problems));
+  int64_t now = clock_();
+  auto version = storage_->topology().Put(
+      topology, now, std::nullopt,
+      {MakeEvent(now, "topology_changed", std::nullopt,
+                 absl::StrFormat("topology replaced: %d switches, %d hosts, %d links",
+                                 topology.switches.size(), topology.hosts.size(),
+                                 topology.links.size()))});
+  if (version.ok()) {
+    event_cv_.notify_all();
+    Notify(Wake::kTopology);
+  }
+  return version;
+}
+
+absl::StatusOr<core::Link> Controller::SetLinkStatus(const std::string& link_id,
+                                                     core::LinkStatus status) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto record = storage_->topology().Get();
+    if (!record.ok()) return record.status();
+    if (!record->has_value()) return absl::NotFoundError("no topology has been loaded");
+    core::Topology topology = (*record)->topology;
+    core::Link* link = topology.FindLink(link_id);
+    if (!link) return absl::NotFoundError(absl::StrCat("unknown link \"", link_id, "\""));
+    if (link->status == status) return *link;
+    link->status = status;
+    core::Link result = *link;
+    int64_t now = clock_();
+    auto version = storage_->topology().Put(
+        topology, now, (*record)->version,
+        {MakeEvent(now, status == core::LinkStatus::kDown ? "link_down" : "link_up", std::nullopt,
+                   absl::StrCat("link ", link_id, " set ",
+                                std::string(core::LinkStatusName(status))))});
+    if (version.ok()) {
+      event_cv_.notify_all();
+      Notify(Wake::kTopology);
+      return result;
+    }
+    if (version.status().code() != absl::StatusCode::kFailedPrecondition) return version.status();
+  }
+  return absl::UnavailableError("topology changed concurrently; try again");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Queries
+
+absl::StatusOr<std::optional<core::TopologyRecord>> Controller::GetTopology() {
+  return storage_->topology().Get();
+}
+
+absl::StatusOr<core::Job> Controller::GetJob(core::JobId id) { return storage_->jobs().Get(id); }
+
+absl::StatusOr<core::JobPage> Controller::ListJobs(const core::JobFilter& filter) {
+  return storage_->jobs().List(filter);
+}
+
+absl::StatusOr<std::optional<core::PlanRecord>> Controller::CurrentPlan() {
+  return storage_->plans().Latest();
+}
+
+absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
+  auto job = storage_->jobs().Get(id);
+  if (!job.ok()) return job.status();
+  JobConfig config;
+  config.job = *job;
+  config.batch_size = job->spec.batch_size;
+  config.priority = job->spec.priority;
+  auto plan = storage_->plans().Latest();
+  if (!plan.ok()) return plan.status();
+  if (!plan->has_value()) return config;
+  const core::Plan& p = (*plan)->plan;
+  const core::JobPlan* jp = p.FindJob(id);
+  if (!jp) return config;
+  config.plan_version = p.version;
+  config.algorithm = p.algorithm;
+  config.batch_size = jp->batch_size;
+  config.priority = jp->priority;
+  config.rate_gbps = jp->rate_gbps;
+  config.iteration_ms = jp->iteration_ms;
+  config.ring = jp->ring;
+  auto topology = storage_->topology().Get();
+  if (!topology.ok()) return topology.status();
+  auto intents = storage_->plans().Intents(p.version);
+  if (!intents.ok()) return intents.status();
+  int ps_index = 0;
+  for (const auto& [ps, share] : jp->ps_shares) {
+    JobConfig::Shard shard;
+    shard.ps = ps;
+    shard.share = share;
+    shard.tag = core::AggregationTag(id, ps_index++);
+    if (topology->has_value()) shard.ps_address = core::NodeAddress((*topology)->topology, ps);
+    for (const auto& intent : *intents) {
+      for (const auto& g : intent.jobs) {
+        if (g.tag == shard.tag && g.multicast_group) shard.multicast_group = g.multicast_group;
+      }
+      for (const auto& r : intent.routes) {
+        if (r.tag == shard.tag && r.multicast_group) shard.multicast_group = r.multicast_group;
+      }
+    }
+    config.shards.push_back(shard);
+  }
+  for (const auto& f : jp->flows) {
+    config.routes.push_back({f.worker, f.ps, f.aggregation_node, f.fraction});
+  }
+  for (const auto& intent : *intents) {
+    for (const auto& g : intent.jobs) {
+      if (g.job_id == id) {
+        config.regions.push_back({intent.switch_id, g.tag, g.aggregator_base, g.aggregator_count});
+      }
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<core::Plan> Controller::PreviewPlan(const core::JobSpec& spec) {
+  auto snapshot = storage_->ReadSnapshot();
+  if (!snapshot.ok()) return snapshot.status();
+  if (!snapshot->topology) return absl::FailedPreconditionError("no topology has been loaded");
+  const core::Topology& topology = snapshot->topology->topology;
+  auto problems = core::ValidateJobSpec(spec, &topology, "");
+  if (!problems.empty()) return absl::InvalidArgumentError(core::FormatProblems(problems));
+  std::vector<core::Job> jobs;
+  for (const core::Job& job : snapshot->jobs) {
+    if (core::ValidateJobSpec(job.spec, &topology, "").empty()) jobs.push_back(job);
+  }
+  core::Job candidate;
+  candidate.id = 0;
+  for (const core::Job& job : snapshot->jobs) candidate.id = std::max(candidate.id, job.id);
+  candidate.id += 1000000;  // an id no stored job has
+  candidate.spec = spec;
+  candidate.created_ms = clock_();
+  jobs.push_back(candidate);
+  std::string error;
+  const core::Plan* previous = snapshot->plan ? &snapshot->plan->plan : nullptr;
+  auto start = std::chrono::steady_clock::now();
+  auto plan = ComputePlan(topology, jobs, previous, &error);
+  if (!plan.ok()) return plan.status();
+  plan->solve_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (core::JobPlan& jp : plan->jobs) {
+    if (jp.job_id == candidate.id) jp.job_id = 0;
+  }
+  return plan;
+}
+
+std::vector<SwitchStatus> Controller::Switches() {
+  std::vector<SwitchStatus> out;
+  auto record = storage_->topology().Get();
+  std::map<std::string, std::shared_ptr<SwitchSlot>> slots;
+  uint64_t election;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots = slots_;
+    election = election_id_;
+  }
+  auto states = storage_->switch_states().List();
+  std::map<std::string, core::SwitchState> stored;
+  if (states.ok()) {
+    for (auto& s : *states) stored[s.switch_id] = s;
+  }
+  if (!record.ok() || !record->has_value()) return out;
+  for (const core::Switch& sw : (*record)->topology.switches) {
+    SwitchStatus st;
+    st.id = sw.id;
+    st.managed = sw.p4runtime.has_value();
+    if (sw.p4runtime) {
+      st.address = sw.p4runtime->address;
+      st.device_id = sw.p4runtime->device_id;
+    }
+    st.aggregators_total = sw.ina.capable ? sw.ina.aggregators : 0;
+    auto it = slots.find(sw.id);
+    if (it != slots.end()) {
+      SwitchSlot& slot = *it->second;
+      {
+        std::lock_guard<std::mutex> lock(slot.published_mu);
+        st.intent_version = slot.published.intent_version;
+        st.applied_version = slot.published.applied_version;
+        st.last_error = slot.published.last_error;
+        st.last_contact_ms = slot.published.last_contact_ms;
+        st.pipeline_pushes = slot.published.pipeline_pushes;
+        st.entries = slot.published.entries;
+        st.aggregators_used = slot.published.aggregators_used;
+      }
+      // The client is set once at creation and its status calls are thread-safe.
+      st.connected = slot.client && slot.client->IsConnected();
+      st.primary = slot.client && slot.client->IsPrimary();
+      st.election_id = election;
+      if (!slot.factory_error.empty() && st.last_error.empty()) st.last_error = slot.factory_error;
+    } else if (stored.count(sw.id)) {
+      st.applied_version = stored[sw.id].applied_version;
+      st.last_error = stored[sw.id].last_error;
+      st.last_contact_ms = stored[sw.id].last_contact_ms;
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+absl::StatusOr<SwitchStatus> Controller::GetSwitch(const std::string& id) {
+  for (SwitchStatus& s : Switches()) {
+    if (s.id == id) return s;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown switch \"", id, "\""));
+}
+
+absl::StatusOr<std::vector<core::Event>> Controller::Events(const core::EventFilter& filter) {
+  return storage_->events().List(filter);
+}
+
+int64_t Controller::WaitForEvents(int64_t after_seq, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::unique_lock<std::mutex> lock(event_mu_);
+  while (true) {
+    auto last = storage_->events().LastSeq();
+    int64_t seq = last.ok() ? *last : after_seq;
+    if (seq > after_seq) return seq;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!started_) return seq;
+    }
+    if (event_cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                          std::chrono::milliseconds(200))) ==
+            std::cv_status::timeout &&
+        std::chrono::steady_clock::now() >= deadline) {
+      return seq;
+    }
+  }
+}
+
+bool Controller::LoopAlive() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_) return false;
+  if (metrics_.loop_passes == 0) return true;  // first pass still running
+  return clock_() - metrics_.last_pass_ms < 5 * options_.timer_ms + 60000;
+}
+
+absl::Status Controller::Ready() {
+  auto last = storage_->events().LastSeq();
+  if (!last.ok()) return absl::UnavailableError(absl::StrCat("database: ", last.status().message()));
+  if (!LoopAlive()) return absl::UnavailableError("controller loop is not running");
+  std::vector<std::string> down;
+  for (const SwitchStatus& s : Switches()) {
+    if (s.managed && !s.connected) down.push_back(s.id);
+  }
+  if (!down.empty()) {
+    std::string list;
+    for (size_t i = 0; i < down.size() && i < 10; ++i) absl::StrAppend(&list, i ? ", " : "", down[i]);
+    return absl::UnavailableError(absl::StrCat(down.size(), " switch(es) unreachable: ", list));
+  }
+  return absl::OkStatus();
+}
+
+ControllerMetrics Controller::Metrics() {
+  ControllerMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    m = metrics_;
+  }
+  auto counts = storage_->jobs().CountByState();
+  if (counts.ok()) m.jobs_by_state = *counts;
+  m.switches = Switches();
+  return m;
+}
+
+}  // namespace inac::server

@@ -1,0 +1,701 @@
+#include "server/http_api.h"
+
+#include <httplib.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/json.h"
+#include "spdlog/spdlog.h"
+
+namespace inac::server {
+
+using core::Json;
+
+std::optional<Role> ParseRole(std::string_view name) {
+  if (name == "admin") return Role::kAdmin;
+  if (name == "operator") return Role::kOperator;
+  if (name == "viewer") return Role::kViewer;
+  if (name == "worker") return Role::kWorker;
+  return std::nullopt;
+}
+
+int StatusToHttp(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 503;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
+    default:
+      return 500;
+  }
+}
+
+std::string ErrorCodeName(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk: return "ok";
+    case absl::StatusCode::kCancelled: return "cancelled";
+    case absl::StatusCode::kInvalidArgument: return "invalid_argument";
+    case absl::StatusCode::kDeadlineExceeded: return "deadline_exceeded";
+    case absl::StatusCode::kNotFound: return "not_found";
+    case absl::StatusCode::kAlreadyExists: return "already_exists";
+    case absl::StatusCode::kPermissionDenied: return "permission_denied";
+    case absl::StatusCode::kResourceExhausted: return "resource_exhausted";
+    case absl::StatusCode::kFailedPrecondition: return "failed_precondition";
+    case absl::StatusCode::kAborted: return "aborted";
+    case absl::StatusCode::kOutOfRange: return "out_of_range";
+    case absl::StatusCode::kUnimplemented: return "unimplemented";
+    case absl::StatusCode::kUnavailable: return "unavailable";
+    case absl::StatusCode::kDataLoss: return "data_loss";
+    case absl::StatusCode::kUnauthenticated: return "unauthenticated";
+    default: return "internal";
+  }
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+namespace {
+
+// The field of a "path: message" problem line, when the prefix looks like a JSON path.
+std::string FieldOf(std::string_view message) {
+  auto line = message.substr(0, message.find('\n'));
+  auto colon = line.find(": ");
+  if (colon == std::string_view::npos || colon == 0) return "";
+  auto path = line.substr(0, colon);
+  for (char c : path) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '[' ||
+          c == ']' || c == '-')) {
+      return "";
+    }
+  }
+  return std::string(path);
+}
+
+void SendJson(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void SendError(httplib::Response& res, int http, const std::string& code, std::string message,
+               std::string field = "") {
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  Json err = Json::object();
+  err["code"] = code;
+  err["message"] = message;
+  err["field"] = field;
+  Json body = Json::object();
+  body["error"] = err;
+  SendJson(res, http, body);
+}
+
+void SendStatus(httplib::Response& res, const absl::Status& status) {
+  std::string message(status.message());
+  SendError(res, StatusToHttp(status.code()), ErrorCodeName(status.code()), message,
+            status.code() == absl::StatusCode::kInvalidArgument ? FieldOf(message) : "");
+}
+
+// Parses a request body as a JSON object; sends 400 and returns nullopt on failure.
+std::optional<Json> ParseBody(const httplib::Request& req, httplib::Response& res) {
+  if (req.body.empty()) {
+    SendError(res, 400, "invalid_argument", "request body is empty; a JSON object is required");
+    return std::nullopt;
+  }
+  std::vector<core::Problem> problems;
+  auto json = core::ParseJsonText(req.body, &problems);
+  if (!json) {
+    SendError(res, 400, "invalid_argument", core::FormatProblems(problems));
+    return std::nullopt;
+  }
+  if (!json->is_object()) {
+    SendError(res, 400, "invalid_argument", "request body must be a JSON object");
+    return std::nullopt;
+  }
+  return json;
+}
+
+void SendProblems(httplib::Response& res, const std::vector<core::Problem>& problems) {
+  SendError(res, 400, "invalid_argument", core::FormatProblems(problems),
+            problems.empty() ? "" : problems[0].path);
+}
+
+Json SwitchJson(const SwitchStatus& s) {
+  Json j = Json::object();
+  j["id"] = s.id;
+  j["managed"] = s.managed;
+  if (s.managed) {
+    j["p4runtime"] = {{"address", s.address}, {"device_id", s.device_id}};
+  }
+  j["connected"] = s.connected;
+  j["primary"] = s.primary;
+  j["election_id"] = s.election_id;
+  j["pipeline_pushes"] = s.pipeline_pushes;
+  j["intent_version"] = s.intent_version;
+  j["applied_version"] = s.applied_version;
+  j["in_sync"] = s.managed && s.applied_version == s.intent_version && s.last_error.empty();
+  j["entries"] = s.entries;
+  j["last_error"] = s.last_error;
+  j["last_contact_ms"] = s.last_contact_ms;
+  j["aggregators"] = {{"used", s.aggregators_used}, {"total", s.aggregators_total}};
+  return j;
+}
+
+Json EventJson(const core::Event& e) {
+  Json j = Json::object();
+  j["seq"] = e.seq;
+  j["time_ms"] = e.time_ms;
+  j["kind"] = e.kind;
+  if (e.job_id) j["job_id"] = *e.job_id;
+  j["message"] = e.message;
+  std::vector<core::Problem> ignored;
+  auto data = core::ParseJsonText(e.data_json, &ignored);
+  j["data"] = data ? *data : Json::object();
+  return j;
+}
+
+Json ConfigJson(const JobConfig& c) {
+  Json j = Json::object();
+  j["job_id"] = c.job.id;
+  j["state"] = std::string(core::JobStateName(c.job.state));
+  j["plan_version"] = c.plan_version;
+  j["algorithm"] = c.algorithm;
+  j["batch_size"] = c.batch_size;
+  j["priority"] = c.priority;
+  j["rate_gbps"] = c.rate_gbps;
+  j["iteration_ms"] = c.iteration_ms;
+  Json shards = Json::array();
+  for (const auto& s : c.shards) {
+    shards.push_back({{"ps", s.ps},
+                      {"ps_address", core::FormatIpv4(s.ps_address)},
+                      {"share", s.share},
+                      {"tag", s.tag},
+                      {"multicast_group", s.multicast_group}});
+  }
+  j["parameter_servers"] = shards;
+  Json routes = Json::array();
+  for (const auto& r : c.routes) {
+    routes.push_back({{"worker", r.worker},
+                      {"ps", r.ps},
+                      {"aggregation_node", r.aggregation_node},
+                      {"fraction", r.fraction}});
+  }
+  j["workers"] = routes;
+  Json regions = Json::array();
+  for (const auto& r : c.regions) {
+    regions.push_back({{"switch", r.switch_id},
+                       {"tag", r.tag},
+                       {"aggregator_base", r.aggregator_base},
+                       {"aggregator_count", r.aggregator_count}});
+  }
+  j["aggregator_regions"] = regions;
+  if (!c.ring.empty()) j["ring"] = c.ring;
+  return j;
+}
+
+std::string PromEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string RenderMetrics(const ControllerMetrics& m) {
+  std::ostringstream o;
+  o << "# HELP inac_jobs Jobs by state.\n# TYPE inac_jobs gauge\n";
+  for (auto s : {core::JobState::kPending, core::JobState::kScheduled, core::JobState::kRunning,
+                 core::JobState::kCompleted, core::JobState::kCancelled, core::JobState::kFailed}) {
+    auto it = m.jobs_by_state.find(s);
+    o << "inac_jobs{state=\"" << core::JobStateName(s) << "\"} "
+      << (it == m.jobs_by_state.end() ? 0 : it->second) << "\n";
+  }
+  o << "# HELP inac_plans_total Plans computed since start.\n# TYPE inac_plans_total counter\n"
+    << "inac_plans_total " << m.plans_computed << "\n";
+  o << "# HELP inac_plan_duration_ms_sum Total planning time.\n# TYPE inac_plan_duration_ms_sum counter\n"
+    << "inac_plan_duration_ms_sum " << m.plan_ms_sum << "\n";
+  o << "# HELP inac_plan_last_duration_ms Duration of the last planning run.\n"
+    << "# TYPE inac_plan_last_duration_ms gauge\ninac_plan_last_duration_ms " << m.last_plan_ms
+    << "\n";
+  o << "# HELP inac_southbound_reconciles_total Switch reconciliations run.\n"
+    << "# TYPE inac_southbound_reconciles_total counter\ninac_southbound_reconciles_total "
+    << m.reconcile_runs << "\n";
+  o << "# HELP inac_southbound_reconcile_ms_sum Total reconciliation time.\n"
+    << "# TYPE inac_southbound_reconcile_ms_sum counter\ninac_southbound_reconcile_ms_sum "
+    << m.reconcile_ms_sum << "\n";
+  o << "# HELP inac_southbound_writes_total P4Runtime updates applied.\n"
+    << "# TYPE inac_southbound_writes_total counter\ninac_southbound_writes_total "
+    << m.southbound_writes << "\n";
+  o << "# HELP inac_southbound_errors_total Refused updates and switch errors.\n"
+    << "# TYPE inac_southbound_errors_total counter\ninac_southbound_errors_total "
+    << m.southbound_errors << "\n";
+  o << "# HELP inac_loop_passes_total Controller loop passes.\n"
+    << "# TYPE inac_loop_passes_total counter\ninac_loop_passes_total " << m.loop_passes << "\n";
+  o << "# HELP inac_switch_connected 1 when the P4Runtime session is up.\n"
+    << "# TYPE inac_switch_connected gauge\n";
+  for (const auto& s : m.switches) {
+    if (s.managed) o << "inac_switch_connected{switch=\"" << PromEscape(s.id) << "\"} " << s.connected << "\n";
+  }
+  o << "# HELP inac_switch_primary 1 when this controller is the switch's primary.\n"
+    << "# TYPE inac_switch_primary gauge\n";
+  for (const auto& s : m.switches) {
+    if (s.managed) o << "inac_switch_primary{switch=\"" << PromEscape(s.id) << "\"} " << s.primary << "\n";
+  }
+  o << "# HELP inac_switch_in_sync 1 when the switch holds its latest intent.\n"
+    << "# TYPE inac_switch_in_sync gauge\n";
+  for (const auto& s : m.switches) {
+    if (s.managed) {
+      o << "inac_switch_in_sync{switch=\"" << PromEscape(s.id) << "\"} "
+        << (s.applied_version == s.intent_version && s.last_error.empty()) << "\n";
+    }
+  }
+  o << "# HELP inac_switch_aggregator_utilisation Share of the switch's aggregators allocated.\n"
+    << "# TYPE inac_switch_aggregator_utilisation gauge\n";
+  for (const auto& s : m.switches) {
+    if (s.aggregators_total > 0) {
+      o << "inac_switch_aggregator_utilisation{switch=\"" << PromEscape(s.id) << "\"} "
+        << static_cast<double>(s.aggregators_used) / s.aggregators_total << "\n";
+    }
+  }
+  return o.str();
+}
+
+// Query parameter as int64; sends 400 on a bad value.
+bool QueryInt(const httplib::Request& req, httplib::Response& res, const char* name,
+              int64_t* out) {
+  if (!req.has_param(name)) return true;
+  std::string v = req.get_param_value(name);
+  if (!absl::SimpleAtoi(v, out)) {
+    SendError(res, 400, "invalid_argument",
+              absl::StrCat("query parameter ", name, ": not an integer: \"", v, "\""), name);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+HttpApi::HttpApi(Controller* controller, HttpApiOptions options)
+    : controller_(controller), options_(std::move(options)), server_(new httplib::Server) {
+  Routes();
+}
+
+HttpApi::~HttpApi() { Stop(); }
+
+absl::StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
+  if (port == 0) {
+    int bound = server_->bind_to_any_port(host.c_str());
+    if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot bind ", host));
+    return bound;
+  }
+  if (!server_->bind_to_port(host.c_str(), port)) {
+    return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":", port,
+                                               " (address in use or not local)"));
+  }
+  return port;
+}
+
+void HttpApi::Serve() { server_->listen_after_bind(); }
+
+void HttpApi::Stop() {
+  if (server_) server_->stop();
+}
+
+void HttpApi::Routes() {
+  httplib::Server& s = *server_;
+  // Registers a route given in OpenAPI form ("/jobs/{id}") and records it for routes().
+  auto Add = [this, &s](const std::string& method, const std::string& path,
+                        httplib::Server::Handler handler) {
+    routes_.push_back(method + " " + path);
+    std::string pattern = "/api/v1" + path;
+    auto brace = pattern.find("{id}");
+    if (brace != std::string::npos) {
+      bool job = path.rfind("/jobs/{id}", 0) == 0;
+      pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([^/]+))");
+    }
+    if (method == "GET") s.Get(pattern, std::move(handler));
+    else if (method == "PUT") s.Put(pattern, std::move(handler));
+    else if (method == "POST") s.Post(pattern, std::move(handler));
+    else if (method == "PATCH") s.Patch(pattern, std::move(handler));
+    else if (method == "DELETE") s.Delete(pattern, std::move(handler));
+  };
+  s.set_payload_max_length(options_.max_body_bytes);
+  int threads = options_.threads;
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("event=http_exception error=\"{}\"", what);
+    SendError(res, 500, "internal", "internal error");
+  });
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      SendError(res, 413, "payload_too_large", "request body is larger than 1 MiB");
+    } else if (res.status == 404) {
+      SendError(res, 404, "not_found", absl::StrCat("no route ", req.method, " ", req.path));
+    } else if (res.status == 400) {
+      SendError(res, 400, "invalid_argument", "malformed request");
+    } else {
+      SendError(res, res.status, res.status >= 500 ? "internal" : "invalid_argument",
+                absl::StrCat("HTTP ", res.status));
+    }
+  });
+  s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    spdlog::debug("event=http method={} path={} status={}", req.method, req.path, res.status);
+  });
+
+  // ---- Auth: a pre-routing handler checks the token and the role the route needs.
+  auto tokens = options_.tokens;
+  Controller* c = controller_;
+  s.set_pre_routing_handler([tokens, c](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/api/v1/healthz" || req.path == "/api/v1/readyz") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (tokens.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string header = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      SendError(res, 401, "unauthenticated", "missing bearer token (Authorization: Bearer ...)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    std::string_view presented = std::string_view(header).substr(prefix.size());
+    const ApiToken* who = nullptr;
+    for (const ApiToken& t : tokens) {
+      if (ConstantTimeEquals(presented, t.token) && !who) who = &t;
+    }
+    if (!who) {
+      res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+      SendError(res, 401, "unauthenticated", "unknown bearer token");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    bool read = req.method == "GET" || req.method == "HEAD";
+    const std::string& p = req.path;
+    bool allowed = false;
+    switch (who->role) {
+      case Role::kAdmin:
+        allowed = true;
+        break;
+      case Role::kOperator:
+        allowed = read || p.rfind("/api/v1/jobs", 0) == 0 || p == "/api/v1/plan/preview";
+        break;
+      case Role::kViewer:
+        allowed = read;
+        break;
+      case Role::kWorker: {
+        // /api/v1/jobs/{id}, /config (GET) and /progress (POST) of its tenant's jobs.
+        std::vector<std::string> parts = absl::StrSplit(p, '/', absl::SkipEmpty());
+        int64_t id = 0;
+        bool shape = parts.size() >= 4 && parts[0] == "api" && parts[1] == "v1" &&
+                     parts[2] == "jobs" && absl::SimpleAtoi(parts[3], &id);
+        bool verb = shape && ((parts.size() == 4 && read) ||
+                              (parts.size() == 5 && parts[4] == "config" && read) ||
+                              (parts.size() == 5 && parts[4] == "progress" && req.method == "POST"));
+        if (verb) {
+          auto job = c->GetJob(id);
+          // Unknown ids answer 404 through the route itself.
+          allowed = !job.ok() || job->spec.tenant == who->tenant;
+        }
+        break;
+      }
+    }
+    if (!allowed) {
+      SendError(res, 403, "permission_denied",
+                absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", p));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  // ---- Health
+  Add("GET", "/healthz", [c](const httplib::Request&, httplib::Response& res) {
+    bool alive = c->LoopAlive();
+    SendJson(res, alive ? 200 : 503, {{"status", alive ? "ok" : "loop not running"}});
+  });
+  Add("GET", "/readyz", [c](const httplib::Request&, httplib::Response& res) {
+    absl::Status ready = c->Ready();
+    if (ready.ok()) return SendJson(res, 200, {{"status", "ready"}});
+    SendError(res, 503, "unavailable", std::string(ready.message()));
+  });
+  Add("GET", "/metrics", [c](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderMetrics(c->Metrics()), "text/plain; version=0.0.4");
+  });
+
+  // ---- Topology, switches, links
+  Add("GET", "/topology", [c](const httplib::Request&, httplib::Response& res) {
+    auto t = c->GetTopology();
+    if (!t.ok()) return SendStatus(res, t.status());
+    if (!t->has_value()) return SendError(res, 404, "not_found", "no topology has been loaded");
+    res.set_header("X-Topology-Version", std::to_string((*t)->version));
+    SendJson(res, 200, core::TopologyToJson((*t)->topology));
+  });
+  Add("PUT", "/topology", [c](const httplib::Request& req, httplib::Response& res) {
+    auto body = ParseBody(req, res);
+    if (!body) return;
+    std::vector<core::Problem> problems;
+    core::Topology topology = core::TopologyFromJson(*body, &problems);
+    if (problems.empty()) problems = core::ValidateTopology(topology);
+    if (!problems.empty()) return SendProblems(res, problems);
+    auto version = c->PutTopology(topology);
+    if (!version.ok()) return SendStatus(res, version.status());
+    SendJson(res, 200, {{"version", *version}});
+  });
+  Add("GET", "/switches", [c](const httplib::Request&, httplib::Response& res) {
+    Json arr = Json::array();
+    for (const auto& sw : c->Switches()) arr.push_back(SwitchJson(sw));
+    SendJson(res, 200, {{"switches", arr}});
+  });
+  Add("GET", "/switches/{id}", [c](const httplib::Request& req, httplib::Response& res) {
+    auto sw = c->GetSwitch(req.matches[1]);
+    if (!sw.ok()) return SendStatus(res, sw.status());
+    SendJson(res, 200, SwitchJson(*sw));
+  });
+  Add("GET", "/links", [c](const httplib::Request&, httplib::Response& res) {
+    auto t = c->GetTopology();
+    if (!t.ok()) return SendStatus(res, t.status());
+    Json links = Json::array();
+    if (t->has_value()) links = core::TopologyToJson((*t)->topology)["links"];
+    SendJson(res, 200, {{"links", links}});
+  });
+  Add("PATCH", "/links/{id}", [c](const httplib::Request& req, httplib::Response& res) {
+    auto body = ParseBody(req, res);
+    if (!body) return;
+    std::string status_name;
+    for (auto it = body->begin(); it != body->end(); ++it) {
+      if (it.key() != "status") {
+        return SendError(res, 400, "invalid_argument", absl::StrCat(it.key(), ": unknown field"),
+                         it.key());
+      }
+    }
+    if (!body->contains("status") || !(*body)["status"].is_string()) {
+      return SendError(res, 400, "invalid_argument", "status: required, \"up\" or \"down\"", "status");
+    }
+    auto status = core::ParseLinkStatus((*body)["status"].get<std::string>());
+    if (!status) {
+      return SendError(res, 400, "invalid_argument", "status: must be \"up\" or \"down\"", "status");
+    }
+    auto link = c->SetLinkStatus(req.matches[1], *status);
+    if (!link.ok()) return SendStatus(res, link.status());
+    core::Topology one;
+    one.links.push_back(*link);
+    SendJson(res, 200, core::TopologyToJson(one)["links"][0]);
+  });
+
+  // ---- Jobs
+  Add("POST", "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
+    auto body = ParseBody(req, res);
+    if (!body) return;
+    std::vector<core::Problem> problems;
+    core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
+    if (!problems.empty()) return SendProblems(res, problems);
+    std::optional<core::IdempotencyKey> key;
+    if (req.has_header("Idempotency-Key")) {
+      std::string k = req.get_header_value("Idempotency-Key");
+      if (k.empty() || k.size() > 255) {
+        return SendError(res, 400, "invalid_argument",
+                         "Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+      }
+      key = core::IdempotencyKey{k, core::JobSpecToJson(spec).dump()};
+    }
+    auto result = c->SubmitJob(spec, key);
+    if (!result.ok()) return SendStatus(res, result.status());
+    res.set_header("Location", absl::StrCat("/api/v1/jobs/", result->job.id));
+    SendJson(res, result->created ? 201 : 200, core::JobToJson(result->job));
+  });
+  Add("GET", "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
+    core::JobFilter filter;
+    if (req.has_param("state")) {
+      std::vector<std::string> names = absl::StrSplit(req.get_param_value("state"), ',');
+      for (const std::string& name : names) {
+        auto st = core::ParseJobState(name);
+        if (!st) {
+          return SendError(res, 400, "invalid_argument",
+                           absl::StrCat("state: unknown job state \"", name, "\""),
+                           "state");
+        }
+        filter.states.push_back(*st);
+      }
+    }
+    if (req.has_param("tenant")) filter.tenant = req.get_param_value("tenant");
+    int64_t after = 0, limit = 100;
+    if (!QueryInt(req, res, "after", &after) || !QueryInt(req, res, "limit", &limit)) return;
+    if (limit < 1 || limit > 1000) {
+      return SendError(res, 400, "invalid_argument", "limit: must be between 1 and 1000", "limit");
+    }
+    filter.after_id = after;
+    filter.limit = limit;
+    auto page = c->ListJobs(filter);
+    if (!page.ok()) return SendStatus(res, page.status());
+    Json jobs = Json::array();
+    for (const auto& job : page->jobs) jobs.push_back(core::JobToJson(job));
+    Json body = Json::object();
+    body["jobs"] = jobs;
+    body["next_after"] = page->next_after_id ? Json(*page->next_after_id) : Json(nullptr);
+    SendJson(res, 200, body);
+  });
+  Add("GET", "/jobs/{id}", [c](const httplib::Request& req, httplib::Response& res) {
+    auto job = c->GetJob(std::stoll(req.matches[1]));
+    if (!job.ok()) return SendStatus(res, job.status());
+    SendJson(res, 200, core::JobToJson(*job));
+  });
+  Add("DELETE", "/jobs/{id}", [c](const httplib::Request& req, httplib::Response& res) {
+    auto job = c->CancelJob(std::stoll(req.matches[1]));
+    if (!job.ok()) return SendStatus(res, job.status());
+    SendJson(res, 200, core::JobToJson(*job));
+  });
+  Add("GET", "/jobs/{id}/config", [c](const httplib::Request& req, httplib::Response& res) {
+    auto config = c->GetJobConfig(std::stoll(req.matches[1]));
+    if (!config.ok()) return SendStatus(res, config.status());
+    SendJson(res, 200, ConfigJson(*config));
+  });
+  Add("POST", "/jobs/{id}/progress", [c](const httplib::Request& req, httplib::Response& res) {
+    auto body = ParseBody(req, res);
+    if (!body) return;
+    int64_t iterations = -1;
+    std::optional<double> loss;
+    for (auto it = body->begin(); it != body->end(); ++it) {
+      if (it.key() == "iterations_done") {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+          return SendError(res, 400, "invalid_argument",
+                           "iterations_done: must be a non-negative integer", "iterations_done");
+        }
+        iterations = it->get<int64_t>();
+      } else if (it.key() == "loss") {
+        if (!it->is_number() || !std::isfinite(it->get<double>())) {
+          return SendError(res, 400, "invalid_argument", "loss: must be a finite number", "loss");
+        }
+        loss = it->get<double>();
+      } else {
+        return SendError(res, 400, "invalid_argument", absl::StrCat(it.key(), ": unknown field"),
+                         it.key());
+      }
+    }
+    if (iterations < 0) {
+      return SendError(res, 400, "invalid_argument", "iterations_done: required", "iterations_done");
+    }
+    auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
+    if (!job.ok()) return SendStatus(res, job.status());
+    SendJson(res, 200, core::JobToJson(*job));
+  });
+
+  // ---- Plan
+  Add("GET", "/plan", [c](const httplib::Request&, httplib::Response& res) {
+    auto plan = c->CurrentPlan();
+    if (!plan.ok()) return SendStatus(res, plan.status());
+    if (!plan->has_value()) return SendError(res, 404, "not_found", "no plan has been computed yet");
+    Json body = core::PlanToJson((*plan)->plan);
+    body["created_ms"] = (*plan)->created_ms;
+    SendJson(res, 200, body);
+  });
+  Add("POST", "/plan/preview", [c](const httplib::Request& req, httplib::Response& res) {
+    auto body = ParseBody(req, res);
+    if (!body) return;
+    std::vector<core::Problem> problems;
+    core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
+    if (!problems.empty()) return SendProblems(res, problems);
+    auto plan = c->PreviewPlan(spec);
+    if (!plan.ok()) return SendStatus(res, plan.status());
+    SendJson(res, 200, core::PlanToJson(*plan));
+  });
+
+  // ---- Events
+  Add("GET", "/events", [c](const httplib::Request& req, httplib::Response& res) {
+    core::EventFilter filter;
+    int64_t since = 0, limit = 100, job = 0;
+    if (!QueryInt(req, res, "since", &since) || !QueryInt(req, res, "limit", &limit) ||
+        !QueryInt(req, res, "job", &job)) {
+      return;
+    }
+    if (limit < 1 || limit > 1000) {
+      return SendError(res, 400, "invalid_argument", "limit: must be between 1 and 1000", "limit");
+    }
+    filter.after_seq = since;
+    filter.limit = limit;
+    if (req.has_param("job")) filter.job_id = job;
+    if (req.has_param("kind")) filter.kind = req.get_param_value("kind");
+    auto events = c->Events(filter);
+    if (!events.ok()) return SendStatus(res, events.status());
+    Json arr = Json::array();
+    int64_t last = since;
+    for (const auto& e : *events) {
+      arr.push_back(EventJson(e));
+      last = e.seq;
+    }
+    SendJson(res, 200, {{"events", arr}, {"last_seq", last}});
+  });
+  Add("GET", "/events/stream", [c](const httplib::Request& req, httplib::Response& res) {
+    int64_t since = 0;
+    if (!QueryInt(req, res, "since", &since)) return;
+    if (req.has_header("Last-Event-ID")) {
+      int64_t v = 0;
+      if (absl::SimpleAtoi(req.get_header_value("Last-Event-ID"), &v)) since = v;
+    }
+    auto cursor = std::make_shared<int64_t>(since);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [c, cursor](size_t, httplib::DataSink& sink) {
+          if (!sink.is_writable()) return false;
+          c->WaitForEvents(*cursor, 1000);
+          core::EventFilter filter;
+          filter.after_seq = *cursor;
+          filter.limit = 500;
+          auto events = c->Events(filter);
+          if (!events.ok()) return false;
+          std::string out;
+          for (const auto& e : *events) {
+            absl::StrAppend(&out, "id: ", e.seq, "\nevent: ", e.kind, "\ndata: ",
+                            EventJson(e).dump(), "\n\n");
+            *cursor = e.seq;
+          }
+          if (out.empty()) out = ": keep-alive\n\n";
+          if (!sink.write(out.data(), out.size())) return false;
+          if (!c->LoopAlive()) {
+            sink.done();
+            return false;
+          }
+          return true;
+        });
+  });
+}
+
+}  // namespace inac::server

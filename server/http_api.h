@@ -1,0 +1,83 @@
+// The REST API under /api/v1 (api/openapi.yaml is its contract; a test checks that every route
+// here is in the document and vice versa). A thin adapter: it authenticates, decodes JSON strictly
+// (core/json.h), calls the Controller and encodes the answer. The one place absl::Status becomes
+// an HTTP status is StatusToHttp.
+//
+// Errors always have the body {"error": {"code", "message", "field"}}: malformed JSON or an
+// unknown field 400, unauthenticated 401, forbidden 403, unknown id or route 404, illegal state
+// transition or idempotency conflict 409, body over 1 MiB 413, storage unavailable 503.
+//
+// Auth: bearer tokens with roles. admin: everything; operator: jobs and plan previews, and reads;
+// viewer: reads; worker: GET /jobs/{id}, GET /jobs/{id}/config and POST /jobs/{id}/progress of
+// the jobs of its tenant. /healthz and /readyz need no token. With no token configured every
+// request is allowed, and the server must listen on loopback only (checked by the caller).
+//
+// Thread safety: the server answers on a pool of threads; the Controller is thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/controller.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace inac::server {
+
+enum class Role { kAdmin, kOperator, kViewer, kWorker };
+// "admin", "operator", "viewer", "worker"; nullopt otherwise.
+std::optional<Role> ParseRole(std::string_view name);
+
+struct ApiToken {
+  std::string name;  // for logs; never the token itself
+  std::string token;
+  Role role = Role::kViewer;
+  std::string tenant;  // worker tokens: the tenant whose jobs they may touch
+};
+
+struct HttpApiOptions {
+  std::vector<ApiToken> tokens;
+  size_t max_body_bytes = 1 << 20;
+  int threads = 16;
+};
+
+// HTTP status for a canonical code (400, 401, 403, 404, 409, 413, 500, 503, 504).
+int StatusToHttp(absl::StatusCode code);
+// The error body's "code": the snake_case name of the canonical code.
+std::string ErrorCodeName(absl::StatusCode code);
+
+// Constant-time string comparison (length differences still take the same time per byte of the
+// longer string).
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+class HttpApi {
+ public:
+  // `controller` is not owned and must outlive the server.
+  HttpApi(Controller* controller, HttpApiOptions options);
+  ~HttpApi();
+
+  // Binds `host:port` (port 0 picks one). Returns the bound port; Unavailable when the address
+  // cannot be bound.
+  absl::StatusOr<int> Bind(const std::string& host, int port);
+  // Serves until Stop(); returns when stopped.
+  void Serve();
+  void Stop();
+
+  // Every registered route as "METHOD /path" with OpenAPI-style parameters ("GET /jobs/{id}"),
+  // relative to /api/v1.
+  const std::vector<std::string>& routes() const { return routes_; }
+
+ private:
+  void Routes();
+  Controller* controller_;
+  HttpApiOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::vector<std::string> routes_;
+};
+
+}  // namespace inac::server
