@@ -92,7 +92,8 @@ inac::core::JobPlan PlanFor(const inac::core::Topology& topo, const inac::core::
 }  // namespace
 
 int main() {
-  std::string dir_template = (std::filesystem::temp_directory_path() / "inac-bench-XXXXXX").string();
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "inac-bench-XXXXXX").string();
   if (!mkdtemp(dir_template.data())) return Fail(absl::InternalError("mkdtemp failed"));
   const std::string dir = dir_template;
   auto topo = inac::core::GenerateFatTree(16, inac::core::GeneratorOptions{});
@@ -110,9 +111,9 @@ int main() {
     event.message = "job submitted";
     auto t0 = Clock::now();
     for (int i = 0; i < kInserts; ++i) {
-      auto r = (*storage)->jobs().Create(SpecFor(*topo, i), i,
-                                         inac::core::IdempotencyKey{"key-" + std::to_string(i), "h"},
-                                         {event});
+      auto r = (*storage)->jobs().Create(
+          SpecFor(*topo, i), i, inac::core::IdempotencyKey{"key-" + std::to_string(i), "h"},
+          {event});
       if (!r.ok()) return Fail(r.status());
     }
     inserts_per_s = kInserts / (Ms(Clock::now() - t0) / 1000);
@@ -196,14 +197,14 @@ int main() {
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 
-  std::cout << "{\"bench\":\"storage\",\"durable_job_inserts_per_s\":" << static_cast<int64_t>(inserts_per_s)
+  std::cout << "{\"bench\":\"storage\",\"durable_job_inserts_per_s\":"
+            << static_cast<int64_t>(inserts_per_s)
             << ",\"durable_event_appends_per_s\":" << static_cast<int64_t>(events_per_s)
             << ",\"snapshot_jobs\":" << snapshot_jobs << ",\"snapshot_topology\":\"fat-tree k=16\""
-            << ",\"snapshot_ms_p50\":" << Median(snapshot_ms)
-            << ",\"snapshot_target_ms\":200"
+            << ",\"snapshot_ms_p50\":" << Median(snapshot_ms) << ",\"snapshot_target_ms\":200"
             << ",\"plan_save_ms\":" << save_plan_ms
             << ",\"snapshot_with_plan_warm_ms_p50\":" << Median(with_plan_ms)
-            << ",\"snapshot_with_plan_cold_ms\":" << cold_ms
-            << ",\"snapshot_intents\":" << intents << "}\n";
+            << ",\"snapshot_with_plan_cold_ms\":" << cold_ms << ",\"snapshot_intents\":" << intents
+            << "}\n";
   return 0;
 }

@@ -42,7 +42,7 @@ namespace inac::core {
 struct Event {
   int64_t seq = 0;      // assigned by the log on append (ignored on input); strictly increasing
   int64_t time_ms = 0;  // Unix epoch milliseconds, set by the caller
-  std::string kind{};     // e.g. "job_submitted", "job_state", "plan_saved", "switch_error"
+  std::string kind{};   // e.g. "job_submitted", "job_state", "plan_saved", "switch_error"
   std::optional<JobId> job_id{};
   std::string message{};
   std::string data_json = "{}";  // a JSON document (text), stored verbatim
@@ -52,9 +52,9 @@ struct Event {
 
 struct EventFilter {
   int64_t after_seq = 0;          // only events with seq > after_seq
-  std::optional<JobId> job_id{};    // only events of this job
+  std::optional<JobId> job_id{};  // only events of this job
   std::optional<std::string> kind{};
-  int64_t limit = 1000;           // at most this many (> 0), in increasing seq order
+  int64_t limit = 1000;  // at most this many (> 0), in increasing seq order
 };
 
 class EventLog {
@@ -122,13 +122,14 @@ struct JobUpdate {
 struct JobFilter {
   std::vector<JobState> states{};       // any of these; empty = any state
   std::optional<std::string> tenant{};  // exact match
-  JobId after_id = 0;                 // cursor: only ids > after_id
-  int64_t limit = 100;                // > 0
+  JobId after_id = 0;                   // cursor: only ids > after_id
+  int64_t limit = 100;                  // > 0
 };
 
 struct JobPage {
-  std::vector<Job> jobs{};             // increasing id order
-  std::optional<JobId> next_after_id{};  // set when more jobs match: pass as after_id for the next page
+  std::vector<Job> jobs{};  // increasing id order
+  std::optional<JobId>
+      next_after_id{};  // set when more jobs match: pass as after_id for the next page
 };
 
 class JobStore {
@@ -203,9 +204,9 @@ class PlanStore {
 struct SwitchState {
   std::string switch_id{};
   int64_t applied_version = 0;  // plan version whose intent the switch holds (0: none)
-  std::string last_error{};       // empty when the last attempt succeeded
+  std::string last_error{};     // empty when the last attempt succeeded
   int64_t last_contact_ms = 0;
-  uint64_t election_id = 0;     // low 64 bits of the P4Runtime election id last used (high = 0)
+  uint64_t election_id = 0;  // low 64 bits of the P4Runtime election id last used (high = 0)
 
   bool operator==(const SwitchState&) const = default;
 };
@@ -228,10 +229,10 @@ class SwitchStateStore {
 
 struct Snapshot {
   std::optional<TopologyRecord> topology{};
-  std::vector<Job> jobs{};  // every non-terminal job, by increasing id
-  std::optional<PlanRecord> plan{};         // the latest plan
-  std::vector<SwitchIntent> intents{};      // the latest plan's intents, by switch id
-  std::vector<SwitchState> switch_states{}; // by switch id
+  std::vector<Job> jobs{};                   // every non-terminal job, by increasing id
+  std::optional<PlanRecord> plan{};          // the latest plan
+  std::vector<SwitchIntent> intents{};       // the latest plan's intents, by switch id
+  std::vector<SwitchState> switch_states{};  // by switch id
   int64_t last_event_seq = 0;
 };
 

@@ -39,7 +39,8 @@ void RunCheck(const std::string& db) {
   std::cout << "integrity:";
   for (const std::string& line : report->integrity) std::cout << " " << line;
   std::cout << "\n";
-  for (const auto& [table, rows] : report->counts) std::cout << "rows." << table << ": " << rows << "\n";
+  for (const auto& [table, rows] : report->counts)
+    std::cout << "rows." << table << ": " << rows << "\n";
   for (const auto& [state, jobs] : report->jobs_by_state) {
     std::cout << "jobs." << state << ": " << jobs << "\n";
   }

@@ -60,8 +60,8 @@ class TopologyStoreImpl final : public core::TopologyStore, Base {
     INAC_RETURN_IF_ERROR(CheckInjected(*s_));
     int64_t current = s_->topology ? s_->topology->version : 0;
     if (expected_version && *expected_version != current) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "topology version is ", current, ", not the expected ", *expected_version));
+      return absl::FailedPreconditionError(
+          absl::StrCat("topology version is ", current, ", not the expected ", *expected_version));
     }
     s_->topology = core::TopologyRecord{topology, current + 1, now_ms};
     AppendLocked(*s_, events);
@@ -83,9 +83,9 @@ class JobStoreImpl final : public core::JobStore, Base {
       auto it = s_->idempotency.find(idempotency->key);
       if (it != s_->idempotency.end()) {
         if (it->second.second != idempotency->body_hash) {
-          return absl::AlreadyExistsError(absl::StrCat(
-              "conflict: idempotency key \"", idempotency->key, "\" was used for job ",
-              it->second.first, " with a different request body"));
+          return absl::AlreadyExistsError(
+              absl::StrCat("conflict: idempotency key \"", idempotency->key, "\" was used for job ",
+                           it->second.first, " with a different request body"));
         }
         return core::CreateJobResult{s_->jobs.at(it->second.first), false};
       }
@@ -310,7 +310,10 @@ class EventLogImpl final : public core::EventLog, Base {
 class InMemoryStorage::Stores {
  public:
   Stores(absl::Mutex* mu, State* state)
-      : topology(mu, state), jobs(mu, state), plans(mu, state), switches(mu, state),
+      : topology(mu, state),
+        jobs(mu, state),
+        plans(mu, state),
+        switches(mu, state),
         events(mu, state) {}
   TopologyStoreImpl topology;
   JobStoreImpl jobs;

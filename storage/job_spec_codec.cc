@@ -93,18 +93,28 @@ class SpecSax {
 
  private:
   enum Field {
-    kName, kTenant, kPriority, kWorkers, kParameterServers, kAllReduce, kGradientBytes,
-    kComputeMs, kIterations, kBatchSize, kBatchSizes, kUnknown
+    kName,
+    kTenant,
+    kPriority,
+    kWorkers,
+    kParameterServers,
+    kAllReduce,
+    kGradientBytes,
+    kComputeMs,
+    kIterations,
+    kBatchSize,
+    kBatchSizes,
+    kUnknown
   };
   static constexpr unsigned Bit(Field f) { return 1u << f; }
   // Every field JobSpecToJson always writes (batch_sizes is optional; "model" is not handled).
   static constexpr unsigned kRequired = (1u << kBatchSizes) - 1;
 
   static Field FieldOf(const std::string& k) {
-    static const char* const kNames[] = {"name",           "tenant",     "priority",
-                                         "workers",        "parameter_servers", "allreduce",
-                                         "gradient_bytes", "compute_ms", "iterations",
-                                         "batch_size",     "batch_sizes"};
+    static const char* const kNames[] = {
+        "name",       "tenant",         "priority",   "workers",    "parameter_servers",
+        "allreduce",  "gradient_bytes", "compute_ms", "iterations", "batch_size",
+        "batch_sizes"};
     for (int i = 0; i < kUnknown; ++i) {
       if (k == kNames[i]) return static_cast<Field>(i);
     }

@@ -23,9 +23,9 @@ namespace inac::storage {
 
 namespace {
 
-constexpr const char* kTables[] = {"topology", "jobs",           "idempotency_keys", "plans",
-                                   "switch_intents", "switch_states", "events",
-                                   "schema_version"};
+constexpr const char* kTables[] = {"topology", "jobs",           "idempotency_keys",
+                                   "plans",    "switch_intents", "switch_states",
+                                   "events",   "schema_version"};
 
 absl::Status CheckExists(const std::string& path) {
   struct stat st;
@@ -79,9 +79,8 @@ absl::StatusOr<CheckReport> CheckDatabase(const std::string& path) {
                                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
       exists.bind(1, table);
       if (!exists.executeStep()) continue;
-      report.counts.emplace_back(table,
-                                 db->execAndGet(absl::StrCat("SELECT count(*) FROM ", table))
-                                     .getInt64());
+      report.counts.emplace_back(
+          table, db->execAndGet(absl::StrCat("SELECT count(*) FROM ", table)).getInt64());
       if (std::string_view(table) == "jobs") {
         SQLite::Statement by_state(*db,
                                    "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY 1");
@@ -127,9 +126,10 @@ absl::StatusOr<int64_t> BackupDatabase(const std::string& from, const std::strin
     // overwritten; then the temporary name goes away.
     if (link(tmp.c_str(), to.c_str()) != 0) {
       int err = errno;
-      status = err == EEXIST ? absl::AlreadyExistsError(absl::StrCat(to, ": already exists"))
-                             : absl::InternalError(absl::StrCat("cannot create ", to, ": ",
-                                                                std::strerror(err)));
+      status =
+          err == EEXIST
+              ? absl::AlreadyExistsError(absl::StrCat(to, ": already exists"))
+              : absl::InternalError(absl::StrCat("cannot create ", to, ": ", std::strerror(err)));
     }
   }
   std::error_code ignored;

@@ -14,8 +14,8 @@ namespace inac::storage {
 
 struct CheckReport {
   std::string path;
-  int schema_version = 0;          // PRAGMA user_version (0: no INAC schema yet)
-  int supported_version = 0;       // LatestSchemaVersion() of this binary
+  int schema_version = 0;              // PRAGMA user_version (0: no INAC schema yet)
+  int supported_version = 0;           // LatestSchemaVersion() of this binary
   std::vector<std::string> integrity;  // PRAGMA integrity_check rows: {"ok"} when healthy
   std::vector<std::pair<std::string, int64_t>> counts;  // rows per INAC table present
   std::vector<std::pair<std::string, int64_t>> jobs_by_state;

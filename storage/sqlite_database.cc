@@ -118,8 +118,8 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::
   }
   std::unique_ptr<SQLite::Database> writer;
   INAC_RETURN_IF_ERROR(GuardSqlite(path, "open", [&]() -> absl::Status {
-    writer = std::make_unique<SQLite::Database>(
-        path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, options.busy_timeout_ms);
+    writer = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+                                                options.busy_timeout_ms);
     return absl::OkStatus();
   }));
   if (!in_memory && sqlite3_db_readonly(writer->getHandle(), "main") == 1) {
@@ -133,21 +133,20 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::
         LatestSchemaVersion(), "); refusing to open it (the file was not modified)"));
   }
   if (probe.version == 0 && probe.objects > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": is a SQLite database but not an INAC one (no schema version, ", probe.objects,
-        " existing objects); refusing to modify it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": is a SQLite database but not an INAC one (no schema version, ",
+                     probe.objects, " existing objects); refusing to modify it"));
   }
   INAC_RETURN_IF_ERROR(ConfigureWriter(*writer, path, in_memory, options));
-  INAC_RETURN_IF_ERROR(
-      ApplyMigrations(*writer, path, probe.version, options.now_ms > 0 ? options.now_ms
-                                                                       : SystemNowMs()));
+  INAC_RETURN_IF_ERROR(ApplyMigrations(*writer, path, probe.version,
+                                       options.now_ms > 0 ? options.now_ms : SystemNowMs()));
   return std::unique_ptr<SqliteDatabase>(new SqliteDatabase(
       path, std::move(lock), std::move(writer), LatestSchemaVersion(), options.busy_timeout_ms));
 }
 
-absl::Status SqliteDatabase::RunTransaction(
-    SQLite::Database& db, const char* begin, absl::string_view action,
-    absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
+absl::Status SqliteDatabase::RunTransaction(SQLite::Database& db, const char* begin,
+                                            absl::string_view action,
+                                            absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
   absl::Status status = GuardSqlite(path_, action, [&]() -> absl::Status {
     db.exec(begin);
     INAC_RETURN_IF_ERROR(fn(db));
@@ -188,11 +187,10 @@ absl::StatusOr<std::unique_ptr<SQLite::Database>> SqliteDatabase::TakeReader() {
       return reader;
     }
   }
-  return GuardSqlite(path_, "open reader",
-                     [&]() -> absl::StatusOr<std::unique_ptr<SQLite::Database>> {
-                       return std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY,
-                                                                 busy_timeout_ms_);
-                     });
+  return GuardSqlite(
+      path_, "open reader", [&]() -> absl::StatusOr<std::unique_ptr<SQLite::Database>> {
+        return std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY, busy_timeout_ms_);
+      });
 }
 
 void SqliteDatabase::ReturnReader(std::unique_ptr<SQLite::Database> reader) {

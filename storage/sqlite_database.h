@@ -4,8 +4,8 @@
 
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include <SQLiteCpp/Database.h>
 
@@ -66,8 +66,7 @@ class SqliteDatabase {
 
  private:
   SqliteDatabase(std::string path, std::unique_ptr<FileLock> lock,
-                 std::unique_ptr<SQLite::Database> writer, int schema_version,
-                 int busy_timeout_ms);
+                 std::unique_ptr<SQLite::Database> writer, int schema_version, int busy_timeout_ms);
   absl::StatusOr<std::unique_ptr<SQLite::Database>> TakeReader();
   void ReturnReader(std::unique_ptr<SQLite::Database> reader);
   absl::Status RunTransaction(SQLite::Database& db, const char* begin, absl::string_view action,

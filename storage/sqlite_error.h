@@ -3,8 +3,8 @@
 #pragma once
 
 #include <exception>
-#include "absl/strings/string_view.h"
 #include <type_traits>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

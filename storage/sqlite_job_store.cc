@@ -21,9 +21,9 @@ absl::StatusOr<core::CreateJobResult> SqliteJobStore::Create(
       if (q.executeStep()) {
         core::JobId existing = q.getColumn(0).getInt64();
         if (q.getColumn(1).getString() != idempotency->body_hash) {
-          return absl::AlreadyExistsError(absl::StrCat(
-              "conflict: idempotency key \"", idempotency->key, "\" was used for job ", existing,
-              " with a different request body"));
+          return absl::AlreadyExistsError(absl::StrCat("conflict: idempotency key \"",
+                                                       idempotency->key, "\" was used for job ",
+                                                       existing, " with a different request body"));
         }
         INAC_ASSIGN_OR_RETURN(result.job, rows::ReadJob(db, existing));
         result.created = false;

@@ -192,15 +192,14 @@ absl::StatusOr<core::PlanRecord> ReadPlan(SQLite::Database& db, int64_t version)
   return PlanFromRow(q);
 }
 
-absl::StatusOr<std::vector<core::SwitchIntent>> ReadIntents(SQLite::Database& db,
-                                                            int64_t version) {
+absl::StatusOr<std::vector<core::SwitchIntent>> ReadIntents(SQLite::Database& db, int64_t version) {
   SQLite::Statement q(
       db, "SELECT switch_id, doc FROM switch_intents WHERE plan_version = ? ORDER BY switch_id");
   q.bind(1, static_cast<int64_t>(version));
   std::vector<core::SwitchIntent> intents;
   while (q.executeStep()) {
-    std::string what = absl::StrCat("intent of switch ", q.getColumn(0).getString(), " in plan ",
-                                    version);
+    std::string what =
+        absl::StrCat("intent of switch ", q.getColumn(0).getString(), " in plan ", version);
     INAC_ASSIGN_OR_RETURN(core::Json doc, ParseStored(q.getColumn(1).getString(), what));
     absl::StatusOr<core::SwitchIntent> intent = core::SwitchIntentFromJson(doc);
     if (!intent.ok()) {

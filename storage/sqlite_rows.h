@@ -35,8 +35,7 @@ int64_t LastEventSeq(SQLite::Database& db);
 absl::StatusOr<std::optional<core::TopologyRecord>> ReadTopology(SQLite::Database& db);
 // NotFound for an unknown version.
 absl::StatusOr<core::PlanRecord> ReadPlan(SQLite::Database& db, int64_t version);
-absl::StatusOr<std::vector<core::SwitchIntent>> ReadIntents(SQLite::Database& db,
-                                                            int64_t version);
+absl::StatusOr<std::vector<core::SwitchIntent>> ReadIntents(SQLite::Database& db, int64_t version);
 std::vector<core::SwitchState> ReadSwitchStates(SQLite::Database& db,
                                                 const std::string* only_switch = nullptr);
 

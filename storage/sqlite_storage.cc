@@ -35,8 +35,8 @@ absl::StatusOr<int64_t> SqliteTopologyStore::Put(const core::Topology& topology,
     SQLite::Statement q(db, "SELECT version FROM topology WHERE id = 1");
     int64_t current = q.executeStep() ? q.getColumn(0).getInt64() : 0;
     if (expected_version && *expected_version != current) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "topology version is ", current, ", not the expected ", *expected_version));
+      return absl::FailedPreconditionError(
+          absl::StrCat("topology version is ", current, ", not the expected ", *expected_version));
     }
     version = current + 1;
     SQLite::Statement put(db,
@@ -274,8 +274,7 @@ absl::StatusOr<std::vector<core::Event>> SqliteEventLog::List(const core::EventF
   INAC_RETURN_IF_ERROR(ValidateEventFilter(filter));
   std::vector<core::Event> events;
   INAC_RETURN_IF_ERROR(db_->Read("list events", [&](SQLite::Database& db) -> absl::Status {
-    std::string sql =
-        "SELECT seq, time_ms, kind, job_id, message, data FROM events WHERE seq > ?";
+    std::string sql = "SELECT seq, time_ms, kind, job_id, message, data FROM events WHERE seq > ?";
     if (filter.job_id) sql += " AND job_id = ?";
     if (filter.kind) sql += " AND kind = ?";
     sql += " ORDER BY seq LIMIT ?";

@@ -89,8 +89,7 @@ class SqliteSwitchStateStore final : public core::SwitchStateStore {
   explicit SqliteSwitchStateStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
   absl::StatusOr<std::optional<core::SwitchState>> Get(const std::string& switch_id) override;
   absl::StatusOr<std::vector<core::SwitchState>> List() override;
-  absl::Status Put(const core::SwitchState& state,
-                   const std::vector<core::Event>& events) override;
+  absl::Status Put(const core::SwitchState& state, const std::vector<core::Event>& events) override;
   absl::StatusOr<uint64_t> MaxElectionId() override;
 
  private:

@@ -62,8 +62,8 @@ TEST(JobSpecCodecTest, OtherShapesFallBackToTheCoreDecoder) {
   EXPECT_FALSE(FastDecodeJobSpec(json.dump(), &fast));
   EXPECT_EQ(*DecodeStoredJobSpec(json.dump()), CoreDecode(json.dump()));
 
-  for (const std::string bad : {R"({"name": 1})", R"([1, 2])", "not json",
-                                R"({"name":"a","extra":true})"}) {
+  for (const std::string bad :
+       {R"({"name": 1})", R"([1, 2])", "not json", R"({"name":"a","extra":true})"}) {
     EXPECT_FALSE(FastDecodeJobSpec(bad, &fast)) << bad;
     EXPECT_EQ(DecodeStoredJobSpec(bad).status().code(), absl::StatusCode::kDataLoss) << bad;
   }

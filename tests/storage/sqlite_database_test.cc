@@ -237,9 +237,9 @@ TEST(SqliteDatabaseTest, DiskFullIsResourceExhaustedAndWritesNothingPartial) {
   absl::Status failure;
   int created = 0;
   for (int i = 0; i < 100000 && failure.ok(); ++i) {
-    auto job = (*storage)->jobs().Create(SampleSpec("job-" + std::to_string(i)), i,
-                                         core::IdempotencyKey{"key-" + std::to_string(i), "h"},
-                                         {event});
+    auto job =
+        (*storage)->jobs().Create(SampleSpec("job-" + std::to_string(i)), i,
+                                  core::IdempotencyKey{"key-" + std::to_string(i), "h"}, {event});
     if (job.ok()) {
       ++created;
     } else {
@@ -308,8 +308,7 @@ TEST(MaintenanceTest, CheckReportsVersionCountsAndIntegrity) {
     }
   }
   EXPECT_TRUE(saw_jobs);
-  EXPECT_EQ(report->jobs_by_state,
-            (std::vector<std::pair<std::string, int64_t>>{{"pending", 2}}));
+  EXPECT_EQ(report->jobs_by_state, (std::vector<std::pair<std::string, int64_t>>{{"pending", 2}}));
 }
 
 TEST(MaintenanceTest, CheckRefusesMissingAndNonDatabaseFiles) {
@@ -360,8 +359,7 @@ TEST(MaintenanceTest, BackupCopiesAConsistentDatabaseAndNeverOverwrites) {
   auto report = CheckDatabase(copy);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok());
-  EXPECT_EQ(report->jobs_by_state,
-            (std::vector<std::pair<std::string, int64_t>>{{"pending", 50}}));
+  EXPECT_EQ(report->jobs_by_state, (std::vector<std::pair<std::string, int64_t>>{{"pending", 50}}));
   std::string before = ReadAll(copy);
   EXPECT_EQ(BackupDatabase(path, copy).status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(ReadAll(copy), before);

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   event.message = "crash test";
   for (int64_t i = 0;; ++i) {
     auto job = (*storage)->jobs().Create(
-        spec, i, inac::core::IdempotencyKey{std::to_string(getpid()) + "-" + std::to_string(i), "h"},
+        spec, i,
+        inac::core::IdempotencyKey{std::to_string(getpid()) + "-" + std::to_string(i), "h"},
         {event});
     if (!job.ok()) {
       std::fprintf(stderr, "%s\n", std::string(job.status().message()).c_str());

@@ -138,16 +138,15 @@ TEST_P(StoreContractTest, UpdateChecksTransitions) {
 
 TEST_P(StoreContractTest, FailedUpdateAppendsNoEvent) {
   core::Job job = CreateJob("a");
-  auto bad = storage_->jobs().Update(job.id, {.state = JobState::kRunning}, 10,
-                                     {MakeEvent("job_state")});
+  auto bad =
+      storage_->jobs().Update(job.id, {.state = JobState::kRunning}, 10, {MakeEvent("job_state")});
   EXPECT_FALSE(bad.ok());
   EXPECT_TRUE(storage_->events().List({})->empty());
 }
 
 TEST_P(StoreContractTest, ProgressUpdate) {
   core::Job job = CreateJob("a");
-  auto updated =
-      storage_->jobs().Update(job.id, {.iterations_done = 250, .loss = 0.75}, 30);
+  auto updated = storage_->jobs().Update(job.id, {.iterations_done = 250, .loss = 0.75}, 30);
   ASSERT_TRUE(updated.ok());
   EXPECT_EQ(updated->iterations_done, 250);
   EXPECT_EQ(updated->loss, 0.75);
@@ -190,7 +189,8 @@ TEST_P(StoreContractTest, UpdateManyIsAllOrNothing) {
 
 TEST_P(StoreContractTest, ListFiltersAndPaginates) {
   std::vector<core::JobId> ids;
-  for (int i = 0; i < 7; ++i) ids.push_back(CreateJob("j" + std::to_string(i), i % 2 ? "t1" : "t2").id);
+  for (int i = 0; i < 7; ++i)
+    ids.push_back(CreateJob("j" + std::to_string(i), i % 2 ? "t1" : "t2").id);
   ASSERT_TRUE(storage_->jobs().Update(ids[2], {.state = JobState::kCancelled}, 1).ok());
 
   // Cursor pagination over everything, 3 at a time.
@@ -236,8 +236,8 @@ TEST_P(StoreContractTest, CountByState) {
   ASSERT_TRUE(storage_->jobs().Update(a.id, {.state = JobState::kCancelled}, 1).ok());
   auto counts = storage_->jobs().CountByState();
   ASSERT_TRUE(counts.ok());
-  EXPECT_EQ(*counts, (std::map<JobState, int64_t>{{JobState::kPending, 1},
-                                                  {JobState::kCancelled, 1}}));
+  EXPECT_EQ(*counts,
+            (std::map<JobState, int64_t>{{JobState::kPending, 1}, {JobState::kCancelled, 1}}));
 }
 
 // --- topology ---
@@ -311,15 +311,16 @@ TEST_P(StoreContractTest, PlanSaveAssignsVersionsAndStoresIntents) {
 }
 
 TEST_P(StoreContractTest, PlanWithBadIntentsWritesNothing) {
-  auto s = storage_->plans().Save(SamplePlan(1), {SampleIntent("s1", 1), SampleIntent("s1", 1)},
-                                  1, {MakeEvent("plan_saved")});
+  auto s = storage_->plans().Save(SamplePlan(1), {SampleIntent("s1", 1), SampleIntent("s1", 1)}, 1,
+                                  {MakeEvent("plan_saved")});
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(storage_->plans().Latest()->has_value());
   EXPECT_TRUE(storage_->events().List({})->empty());
 }
 
 TEST_P(StoreContractTest, PrunePlans) {
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(storage_->plans().Save(SamplePlan(1), {SampleIntent("s1", 1)}, i).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(storage_->plans().Save(SamplePlan(1), {SampleIntent("s1", 1)}, i).ok());
   auto deleted = storage_->plans().Prune(2);
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(*deleted, 3);
@@ -359,9 +360,8 @@ TEST_P(StoreContractTest, EventLogFiltersAndSequence) {
   EXPECT_EQ(*storage_->events().LastSeq(), 0);
   std::vector<int64_t> seqs;
   for (int i = 0; i < 10; ++i) {
-    auto seq = storage_->events().Append(
-        MakeEvent(i % 2 ? "odd" : "even", i % 3 == 0 ? std::optional<core::JobId>(7)
-                                                     : std::nullopt));
+    auto seq = storage_->events().Append(MakeEvent(
+        i % 2 ? "odd" : "even", i % 3 == 0 ? std::optional<core::JobId>(7) : std::nullopt));
     ASSERT_TRUE(seq.ok()) << seq.status();
     seqs.push_back(*seq);
   }
@@ -425,8 +425,9 @@ TEST_P(StoreContractTest, SnapshotHoldsActiveJobsLatestPlanAndIntents) {
   core::Job c = CreateJob("c");
   ASSERT_TRUE(storage_->jobs().Update(b.id, {.state = JobState::kCancelled}, 2).ok());
   ASSERT_TRUE(storage_->plans().Save(SamplePlan(a.id), {SampleIntent("s1", a.id)}, 3).ok());
-  ASSERT_TRUE(storage_->plans().Save(SamplePlan(c.id), {SampleIntent("s1", c.id),
-                                                        SampleIntent("s0", c.id)}, 4).ok());
+  ASSERT_TRUE(storage_->plans()
+                  .Save(SamplePlan(c.id), {SampleIntent("s1", c.id), SampleIntent("s0", c.id)}, 4)
+                  .ok());
   ASSERT_TRUE(storage_->switch_states().Put({"s1", 1, "", 5, 2}).ok());
   ASSERT_TRUE(storage_->events().Append(MakeEvent("x")).ok());
 
@@ -448,23 +449,22 @@ TEST_P(StoreContractTest, SnapshotHoldsActiveJobsLatestPlanAndIntents) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreContractTest,
-    ::testing::Values(
-        Impl{"InMemory",
-             [](const std::string&) -> std::unique_ptr<core::Storage> {
-               return std::make_unique<InMemoryStorage>();
-             }},
-        Impl{"SqliteMemory",
-             [](const std::string&) -> std::unique_ptr<core::Storage> {
-               auto s = SqliteStorage::Open(":memory:");
-               EXPECT_TRUE(s.ok()) << s.status();
-               return s.ok() ? std::move(*s) : nullptr;
-             }},
-        Impl{"SqliteFile",
-             [](const std::string& dir) -> std::unique_ptr<core::Storage> {
-               auto s = SqliteStorage::Open(dir + "/inac.db");
-               EXPECT_TRUE(s.ok()) << s.status();
-               return s.ok() ? std::move(*s) : nullptr;
-             }}),
+    ::testing::Values(Impl{"InMemory",
+                           [](const std::string&) -> std::unique_ptr<core::Storage> {
+                             return std::make_unique<InMemoryStorage>();
+                           }},
+                      Impl{"SqliteMemory",
+                           [](const std::string&) -> std::unique_ptr<core::Storage> {
+                             auto s = SqliteStorage::Open(":memory:");
+                             EXPECT_TRUE(s.ok()) << s.status();
+                             return s.ok() ? std::move(*s) : nullptr;
+                           }},
+                      Impl{"SqliteFile",
+                           [](const std::string& dir) -> std::unique_ptr<core::Storage> {
+                             auto s = SqliteStorage::Open(dir + "/inac.db");
+                             EXPECT_TRUE(s.ok()) << s.status();
+                             return s.ok() ? std::move(*s) : nullptr;
+                           }}),
     [](const ::testing::TestParamInfo<Impl>& info) { return info.param.name; });
 
 }  // namespace
