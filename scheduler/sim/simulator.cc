@@ -54,6 +54,7 @@ struct RunningJob {
   double up_gbps = 0;
   double down_gbps = 0;
   double iteration_ms = kInf;
+  bool routed = false;  // usages computed for `plan`
 };
 
 class Simulation {
@@ -72,7 +73,8 @@ class Simulation {
   absl::Status Validate() const;
   void Advance(double dt);
   absl::Status Reroute();
-  absl::Status Replan();
+  // Memory (grants only when the running set changed) and rates.
+  absl::Status Replan(bool running_set_changed);
   void ComputeRates();
   void Contention();
   void Record(const std::string& event, const std::string& job);
@@ -206,8 +208,13 @@ absl::Status Simulation::Reroute() {
     RunningJob& r = running_[i];
     RoutedJob rj = routed->jobs[i];
     rj.aggregators.clear();  // memory is modelled here, not by the evaluator's cap
-    r.plan = evaluator_->ToJobPlan(rj);
-    r.plan.job_id = r.id;
+    core::JobPlan routed_plan = evaluator_->ToJobPlan(rj);
+    routed_plan.job_id = r.id;
+    routed_plan.priority = r.plan.priority;
+    routed_plan.aggregators = r.plan.aggregators;
+    if (r.routed && routed_plan == r.plan) continue;  // same routes: usages still valid
+    r.routed = true;
+    r.plan = std::move(routed_plan);
     r.usage = ComputeUsage(*network_, rj);
     std::map<std::string, int64_t> granted_before;
     for (const JobSwitch& s : r.switches) granted_before[s.id] = s.granted;
@@ -322,44 +329,68 @@ void Simulation::Contention() {
   }
 }
 
-absl::Status Simulation::Replan() {
+absl::Status Simulation::Replan(bool running_set_changed) {
   if (running_.empty()) return absl::OkStatus();
   const core::Graph& g = network_->graph();
-  // Memory planning (planner form): priorities and grants.
-  std::vector<MemoryJobState> states;
-  core::Plan plan;
-  for (const RunningJob& r : running_) {
+  const ShortestRemainingWorkWithAging default_priority;
+  const PriorityFunction& priority_fn =
+      options_.priority != nullptr ? *options_.priority : default_priority;
+  auto state_of = [&](const RunningJob& r) {
     const TraceJob& t = trace_[r.trace_index];
-    states.push_back(MemoryJobState{
+    return MemoryJobState{
         .id = r.id,
         .user_priority = t.priority,
         .workers = r.placement.workers,
         .remaining_comm_bytes =
             std::max(0.0, static_cast<double>(t.iterations) - r.done) * t.gradient_bytes,
         .age_s = now_ - t.arrival_s,
-        .admission = static_cast<int64_t>(r.id)});
-    plan.jobs.push_back(r.plan);
-    plan.jobs.back().aggregators.clear();
-    for (const JobSwitch& s : r.switches) {
-      if (s.granted > 0) plan.jobs.back().aggregators[s.id] = s.granted;
+        .admission = static_cast<int64_t>(r.id)};
+  };
+  if (running_set_changed) {
+    // Memory planning (planner form) with the routed plans: priorities and grants; SwitchML
+    // pools persist through `previous`.
+    std::vector<MemoryJobState> states;
+    core::Plan plan;
+    for (const RunningJob& r : running_) {
+      states.push_back(state_of(r));
+      plan.jobs.push_back(r.plan);
+      plan.jobs.back().aggregators.clear();
+      for (const JobSwitch& s : r.switches) {
+        if (s.granted > 0) plan.jobs.back().aggregators[s.id] = s.granted;
+      }
+    }
+    const core::Plan previous = plan;
+    MemoryPlannerOptions mopt{.policy = options_.policy,
+                              .timing = options_.timing,
+                              .priority = options_.priority,
+                              .fall_back_without_memory = false};
+    if (absl::Status st = AssignAggregators(g, states, &previous, mopt, &plan); !st.ok()) {
+      return st;
+    }
+    for (size_t i = 0; i < running_.size(); ++i) {
+      RunningJob& r = running_[i];
+      r.plan.aggregators = plan.jobs[i].aggregators;
+      for (JobSwitch& s : r.switches) {
+        auto it = plan.jobs[i].aggregators.find(s.id);
+        s.granted = it != plan.jobs[i].aggregators.end() ? it->second : 0;
+      }
     }
   }
-  const core::Plan previous = plan;
-  MemoryPlannerOptions mopt{.policy = options_.policy,
-                            .timing = options_.timing,
-                            .priority = options_.priority,
-                            .fall_back_without_memory = false};
-  if (absl::Status st = AssignAggregators(g, states, &previous, mopt, &plan); !st.ok()) return st;
-  for (size_t i = 0; i < running_.size(); ++i) {
-    RunningJob& r = running_[i];
-    r.plan.priority = plan.jobs[i].priority;
-    r.plan.aggregators = plan.jobs[i].aggregators;
+  // Priorities change with progress and age at every event (the same function the memory
+  // planner applies).
+  for (RunningJob& r : running_) {
+    const MemoryJobState st = state_of(r);
+    r.plan.priority = priority_fn.Priority({.user_priority = st.user_priority,
+                                            .remaining_comm_bytes = st.remaining_comm_bytes,
+                                            .age_s = st.age_s});
+  }
+  for (RunningJob& r : running_) {
     r.cap_gbps = kInf;
     for (JobSwitch& s : r.switches) {
-      auto it = plan.jobs[i].aggregators.find(s.id);
-      s.granted = it != plan.jobs[i].aggregators.end() ? it->second : 0;
       if (options_.policy == MemoryPolicy::kNoIna) {
         s.psi = 1;
+        s.occupancy = 0;
+        s.preemptions_per_s = 0;
       } else if (options_.policy == MemoryPolicy::kSwitchMl) {
         s.psi = s.granted > 0 ? 0 : 1;
         s.occupancy = static_cast<double>(s.granted);
@@ -370,15 +401,15 @@ absl::Status Simulation::Replan() {
                                        s.stream_share);
         }
       }
-      if (options_.policy == MemoryPolicy::kNoIna) {
-        s.occupancy = 0;
-        s.preemptions_per_s = 0;
-      }
     }
   }
   if (options_.policy == MemoryPolicy::kAtp || options_.policy == MemoryPolicy::kEsa) {
-    // Fixed point psi = F(rates(psi)), damped, warm-started from the previous psi.
+    // Fixed point psi = F(rates(psi)), warm-started from the previous psi. Full steps while the
+    // residual shrinks; the step halves (down to 1/64) whenever it does not (oscillation).
+    double step = 1;
+    double previous_delta = kInf;
     for (int it = 0; it < options_.max_fixed_point_iterations; ++it) {
+      ++summary_.fixed_point_iterations;
       ComputeRates();
       std::vector<double> before;
       for (const RunningJob& r : running_) {
@@ -386,12 +417,16 @@ absl::Status Simulation::Replan() {
       }
       Contention();
       double delta = 0;
-      size_t n = 0;
-      for (RunningJob& r : running_) {
-        for (JobSwitch& s : r.switches) {
-          const double next = s.psi;
-          delta = std::max(delta, std::abs(next - before[n]));
-          s.psi = 0.5 * (before[n] + next);
+      for (size_t n = 0, j = 0; j < running_.size(); ++j) {
+        for (const JobSwitch& s : running_[j].switches) {
+          delta = std::max(delta, std::abs(s.psi - before[n++]));
+        }
+      }
+      if (delta >= previous_delta) step = std::max(step / 2, 1.0 / 64);
+      previous_delta = delta;
+      for (size_t n = 0, j = 0; j < running_.size(); ++j) {
+        for (JobSwitch& s : running_[j].switches) {
+          s.psi = before[n] + step * (s.psi - before[n]);
           ++n;
         }
       }
@@ -526,7 +561,7 @@ absl::StatusOr<SimResult> Simulation::Run(const SimProgress& progress) {
                 [](const RunningJob& a, const RunningJob& b) { return a.id < b.id; });
       if (absl::Status st = Reroute(); !st.ok()) return st;
     }
-    if (absl::Status st = Replan(); !st.ok()) return st;
+    if (absl::Status st = Replan(changed); !st.ok()) return st;
     if (progress) progress(static_cast<double>(completed) / static_cast<double>(trace_.size()));
   }
 

@@ -14,7 +14,8 @@
 // the fraction of its chunks not aggregated at v:
 //   switchml: 0 with a pool (rate capped by pool * chunk / hold), 1 without;
 //   atp, esa: the analytical contention model (scheduler/memory/contention.h) at the rates
-//             themselves, a fixed point found by damped iteration from the previous solution;
+//             themselves, a fixed point found by iteration from the previous solution (full
+//             steps, halved while the residual does not shrink);
 //   no_ina:   1 everywhere.
 // T_iter = compute + max(G / up rate, G / down rate); progress is continuous in iterations.
 //
@@ -51,9 +52,9 @@ struct SimOptions {
   uint64_t seed = 1;
   // A milestone every this fraction of a job's iterations (0 < f <= 1).
   double milestone_fraction = 0.1;
-  // Contention fixed point: iterations and tolerance on psi.
-  int max_fixed_point_iterations = 100;
-  double fixed_point_tolerance = 1e-12;
+  // Contention fixed point: iteration cap per event and tolerance on psi (max norm).
+  int max_fixed_point_iterations = 200;
+  double fixed_point_tolerance = 1e-10;
   // Record one TimelineRow per event.
   bool record_timeline = false;
   // Passed to the routing algorithm (paths, rounds, solver limits).
@@ -92,6 +93,7 @@ struct SimSummary {
   double fallback_bytes = 0;
   int64_t events = 0;
   int64_t routings = 0;
+  int64_t fixed_point_iterations = 0;  // contention fixed point, all events
 };
 
 // One row per event (SimOptions::record_timeline).

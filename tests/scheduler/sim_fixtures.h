@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/topology.h"
 
 namespace inac::scheduler::testing {
@@ -21,7 +22,7 @@ inline core::Topology SingleSwitch(int64_t aggregators, int hosts, double gbps =
   t.switches.push_back(s);
   for (int i = 1; i <= hosts; ++i) {
     core::Host h;
-    h.id = "h" + std::to_string(i);
+    h.id = absl::StrCat("h", i);
     t.hosts.push_back(h);
     core::Link l;
     l.a = h.id;
