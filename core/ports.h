@@ -20,6 +20,9 @@
 //   DataLoss            stored value that no longer decodes, or a corrupt file
 //
 // Thread safety: every implementation is safe to call from any thread; writes are serialised.
+//
+// Every member of the structs below has an initializer so that designated initializers
+// (`List({.tenant = "t", .limit = 10})`) compile under -Wextra -Werror.
 #pragma once
 
 #include <cstdint>
@@ -127,9 +130,8 @@ struct JobFilter {
 };
 
 struct JobPage {
-  std::vector<Job> jobs{};  // increasing id order
-  std::optional<JobId>
-      next_after_id{};  // set when more jobs match: pass as after_id for the next page
+  std::vector<Job> jobs{};               // increasing id order
+  std::optional<JobId> next_after_id{};  // set when more match: the next page's after_id
 };
 
 class JobStore {
