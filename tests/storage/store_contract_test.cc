@@ -469,3 +469,24 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace inac::storage
+
+namespace inac::storage {
+namespace {
+
+TEST(InMemoryStorageTest, InjectedWriteFailuresChangeNothing) {
+  InMemoryStorage storage;
+  storage.FailNextWrites(absl::UnavailableError("injected"), 2);
+  EXPECT_EQ(storage.jobs().Create(testing::SampleSpec("a"), 1).status().code(),
+            absl::StatusCode::kUnavailable);
+  core::Event event;
+  event.kind = "x";
+  EXPECT_EQ(storage.events().Append(event).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(storage.jobs().List({})->jobs.empty());  // reads are not affected
+  EXPECT_EQ(*storage.events().LastSeq(), 0);
+  auto job = storage.jobs().Create(testing::SampleSpec("a"), 1);  // the third write succeeds
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->job.id, 1);
+}
+
+}  // namespace
+}  // namespace inac::storage
