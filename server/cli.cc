@@ -6,6 +6,7 @@
 
 #include "server/cmd_db.h"
 #include "server/cmd_job.h"
+#include "server/cmd_plan.h"
 #include "server/cmd_serve.h"
 #include "server/cmd_sim.h"
 #include "server/cmd_switch.h"
@@ -20,6 +21,7 @@ int Main(int argc, char** argv) {
   // Verbs: (one include above and one Add*Command call here per verb)
   AddTopoCommand(app);
   AddJobCommand(app);
+  AddPlanCommand(app);
   AddServeCommand(app);
   AddDbCommand(app);
   AddSimCommand(app);

@@ -32,18 +32,24 @@ absl::Status DecodeProblems(const std::vector<core::Problem>& problems, absl::st
       absl::StrCat("stored ", what, " does not decode: ", core::FormatProblems(problems)));
 }
 
-absl::StatusOr<core::Job> JobFromRow(SQLite::Statement& row) {
+// Decodes a row of kJobColumns. With `known_spec` the spec column is not decoded.
+absl::StatusOr<core::Job> JobFromRow(SQLite::Statement& row,
+                                     const core::JobSpec* known_spec = nullptr) {
   core::Job job;
   job.id = row.getColumn(0).getInt64();
   std::string state = row.getColumn(1).getString();
   std::optional<core::JobState> parsed = core::ParseJobState(state);
   if (!parsed) return absl::DataLossError(absl::StrCat("job ", job.id, ": bad state ", state));
   job.state = *parsed;
-  absl::StatusOr<core::JobSpec> spec = DecodeStoredJobSpec(row.getColumn(2).getString());
-  if (!spec.ok()) {
-    return absl::DataLossError(absl::StrCat("job ", job.id, ": ", spec.status().message()));
+  if (known_spec != nullptr) {
+    job.spec = *known_spec;
+  } else {
+    absl::StatusOr<core::JobSpec> spec = DecodeStoredJobSpec(row.getColumn(2).getString());
+    if (!spec.ok()) {
+      return absl::DataLossError(absl::StrCat("job ", job.id, ": ", spec.status().message()));
+    }
+    job.spec = std::move(*spec);
   }
-  job.spec = std::move(*spec);
   job.iterations_done = row.getColumn(3).getInt64();
   if (!row.getColumn(4).isNull()) job.loss = row.getColumn(4).getDouble();
   job.failure_reason = row.getColumn(5).getString();
@@ -101,13 +107,22 @@ absl::StatusOr<core::JobPage> ListJobs(SQLite::Database& db, const core::JobFilt
   return page;
 }
 
-absl::StatusOr<std::vector<core::Job>> ReadActiveJobs(SQLite::Database& db) {
+absl::StatusOr<std::vector<core::Job>> ReadActiveJobs(SQLite::Database& db, const SpecMap* known,
+                                                      SpecMap* decoded) {
   SQLite::Statement q(db, absl::StrCat("SELECT ", kJobColumns,
                                        " FROM jobs WHERE state IN ('pending', 'scheduled', "
                                        "'running') ORDER BY id"));
   std::vector<core::Job> jobs;
   while (q.executeStep()) {
-    INAC_ASSIGN_OR_RETURN(core::Job job, JobFromRow(q));
+    std::shared_ptr<const core::JobSpec> spec;
+    if (known != nullptr) {
+      auto it = known->find(q.getColumn(0).getInt64());
+      if (it != known->end()) spec = it->second;
+    }
+    INAC_ASSIGN_OR_RETURN(core::Job job, JobFromRow(q, spec.get()));
+    if (decoded != nullptr) {
+      decoded->emplace(job.id, spec ? spec : std::make_shared<const core::JobSpec>(job.spec));
+    }
     jobs.push_back(std::move(job));
   }
   return jobs;
@@ -169,6 +184,11 @@ int64_t AppendEvents(SQLite::Database& db, const std::vector<core::Event>& event
 int64_t LastEventSeq(SQLite::Database& db) {
   // sqlite_sequence remembers the largest seq ever used, even after trimming.
   SQLite::Statement q(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'");
+  return q.executeStep() ? q.getColumn(0).getInt64() : 0;
+}
+
+int64_t TopologyVersion(SQLite::Database& db) {
+  SQLite::Statement q(db, "SELECT version FROM topology WHERE id = 1");
   return q.executeStep() ? q.getColumn(0).getInt64() : 0;
 }
 

@@ -4,8 +4,10 @@
 // come back as DataLoss.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
@@ -15,11 +17,17 @@
 
 namespace inac::storage::rows {
 
+// Decoded job specs by job id. Specs never change after Create, so a decoded spec stays valid.
+using SpecMap = std::unordered_map<core::JobId, std::shared_ptr<const core::JobSpec>>;
+
 // --- jobs ---
 absl::StatusOr<core::Job> ReadJob(SQLite::Database& db, core::JobId id);  // NotFound if absent
 absl::StatusOr<core::JobPage> ListJobs(SQLite::Database& db, const core::JobFilter& filter);
-// All jobs not in a terminal state, by id.
-absl::StatusOr<std::vector<core::Job>> ReadActiveJobs(SQLite::Database& db);
+// All jobs not in a terminal state, by id. Specs found in `known` (may be null) are not decoded
+// again; every returned job's spec is put into `decoded` (may be null).
+absl::StatusOr<std::vector<core::Job>> ReadActiveJobs(SQLite::Database& db,
+                                                      const SpecMap* known = nullptr,
+                                                      SpecMap* decoded = nullptr);
 // Inserts a pending job and returns its id.
 core::JobId InsertJob(SQLite::Database& db, const core::JobSpec& spec, int64_t now_ms);
 // Writes the mutable columns (state, progress, failure_reason, updated_ms) of `job`.
@@ -32,6 +40,8 @@ int64_t AppendEvents(SQLite::Database& db, const std::vector<core::Event>& event
 int64_t LastEventSeq(SQLite::Database& db);
 
 // --- topology, plans, switches ---
+// The version of the stored topology (0 if none), without decoding it.
+int64_t TopologyVersion(SQLite::Database& db);
 absl::StatusOr<std::optional<core::TopologyRecord>> ReadTopology(SQLite::Database& db);
 // NotFound for an unknown version.
 absl::StatusOr<core::PlanRecord> ReadPlan(SQLite::Database& db, int64_t version);

@@ -14,12 +14,50 @@
 
 namespace inac::storage {
 
+// --- Decoded values ---
+
+std::shared_ptr<const core::TopologyRecord> DecodedCache::FindTopology(int64_t version) const {
+  absl::MutexLock l(&mu_);
+  if (topology_ && topology_->version == version) return topology_;
+  return nullptr;
+}
+
+void DecodedCache::PutTopology(std::shared_ptr<const core::TopologyRecord> record) {
+  absl::MutexLock l(&mu_);
+  if (!topology_ || topology_->version <= record->version) topology_ = std::move(record);
+}
+
+std::shared_ptr<const rows::SpecMap> DecodedCache::specs() const {
+  absl::MutexLock l(&mu_);
+  return specs_;
+}
+
+void DecodedCache::SetSpecs(std::shared_ptr<const rows::SpecMap> specs) {
+  absl::MutexLock l(&mu_);
+  specs_ = std::move(specs);
+}
+
+namespace {
+
+// The stored topology, from the cache when its version is there (inside a read transaction).
+absl::StatusOr<std::optional<core::TopologyRecord>> LoadTopology(SQLite::Database& db,
+                                                                 DecodedCache& cache) {
+  int64_t version = rows::TopologyVersion(db);
+  if (version == 0) return std::optional<core::TopologyRecord>();
+  if (auto hit = cache.FindTopology(version)) return std::optional<core::TopologyRecord>(*hit);
+  INAC_ASSIGN_OR_RETURN(std::optional<core::TopologyRecord> record, rows::ReadTopology(db));
+  if (record) cache.PutTopology(std::make_shared<const core::TopologyRecord>(*record));
+  return record;
+}
+
+}  // namespace
+
 // --- Topology ---
 
 absl::StatusOr<std::optional<core::TopologyRecord>> SqliteTopologyStore::Get() {
   absl::StatusOr<std::optional<core::TopologyRecord>> record = absl::InternalError("unset");
   INAC_RETURN_IF_ERROR(db_->Read("get topology", [&](SQLite::Database& db) -> absl::Status {
-    record = rows::ReadTopology(db);
+    record = LoadTopology(db, *cache_);
     return absl::OkStatus();
   }));
   return record;
@@ -50,6 +88,8 @@ absl::StatusOr<int64_t> SqliteTopologyStore::Put(const core::Topology& topology,
     rows::AppendEvents(db, events);
     return absl::OkStatus();
   }));
+  cache_->PutTopology(
+      std::make_shared<const core::TopologyRecord>(core::TopologyRecord{topology, version, now_ms}));
   return version;
 }
 
@@ -331,7 +371,7 @@ absl::StatusOr<int64_t> SqliteEventLog::Trim(int64_t keep_last) {
 
 SqliteStorage::SqliteStorage(std::unique_ptr<SqliteDatabase> db)
     : db_(std::move(db)),
-      topology_(db_.get()),
+      topology_(db_.get(), &decoded_cache_),
       jobs_(db_.get()),
       plans_(db_.get(), &plan_cache_),
       switch_states_(db_.get()),
@@ -346,8 +386,11 @@ absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const std::st
 absl::StatusOr<core::Snapshot> SqliteStorage::ReadSnapshot() {
   core::Snapshot snapshot;
   INAC_RETURN_IF_ERROR(db_->Read("read snapshot", [&](SQLite::Database& db) -> absl::Status {
-    INAC_ASSIGN_OR_RETURN(snapshot.topology, rows::ReadTopology(db));
-    INAC_ASSIGN_OR_RETURN(snapshot.jobs, rows::ReadActiveJobs(db));
+    INAC_ASSIGN_OR_RETURN(snapshot.topology, LoadTopology(db, decoded_cache_));
+    std::shared_ptr<const rows::SpecMap> known = decoded_cache_.specs();
+    auto decoded = std::make_shared<rows::SpecMap>();
+    INAC_ASSIGN_OR_RETURN(snapshot.jobs, rows::ReadActiveJobs(db, known.get(), decoded.get()));
+    decoded_cache_.SetSpecs(std::move(decoded));
     if (int64_t version = LatestPlanVersion(db); version > 0) {
       INAC_ASSIGN_OR_RETURN(auto entry, LoadPlan(db, plan_cache_, version));
       snapshot.plan = entry->record;

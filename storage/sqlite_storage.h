@@ -14,12 +14,34 @@
 
 #include "core/ports.h"
 #include "storage/sqlite_database.h"
+#include "storage/sqlite_rows.h"
 
 namespace inac::storage {
 
+// Decoded values that cannot go stale -- the topology of a given version, the specs of active jobs
+// (immutable after Create) -- so that the controller loop's repeated snapshots skip JSON decoding.
+// Thread-safe; values are shared, immutable.
+class DecodedCache {
+ public:
+  // The topology record of `version`, or null.
+  std::shared_ptr<const core::TopologyRecord> FindTopology(int64_t version) const;
+  void PutTopology(std::shared_ptr<const core::TopologyRecord> record);
+  // The specs decoded by the last snapshot (never null).
+  std::shared_ptr<const rows::SpecMap> specs() const;
+  // Replaces them (bounding the cache to the jobs active in the last snapshot).
+  void SetSpecs(std::shared_ptr<const rows::SpecMap> specs);
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const core::TopologyRecord> topology_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const rows::SpecMap> specs_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<const rows::SpecMap>();
+};
+
 class SqliteTopologyStore final : public core::TopologyStore {
  public:
-  explicit SqliteTopologyStore(SqliteDatabase* db) : db_(db) {}  // Not owned.
+  // Neither is owned.
+  SqliteTopologyStore(SqliteDatabase* db, DecodedCache* cache) : db_(db), cache_(cache) {}
   absl::StatusOr<std::optional<core::TopologyRecord>> Get() override;
   absl::StatusOr<int64_t> Put(const core::Topology& topology, int64_t now_ms,
                               std::optional<int64_t> expected_version,
@@ -27,6 +49,7 @@ class SqliteTopologyStore final : public core::TopologyStore {
 
  private:
   SqliteDatabase* db_;
+  DecodedCache* cache_;
 };
 
 class SqliteJobStore final : public core::JobStore {
@@ -128,6 +151,7 @@ class SqliteStorage final : public core::Storage {
   explicit SqliteStorage(std::unique_ptr<SqliteDatabase> db);
   std::unique_ptr<SqliteDatabase> db_;
   PlanCache plan_cache_;
+  DecodedCache decoded_cache_;
   SqliteTopologyStore topology_;
   SqliteJobStore jobs_;
   SqlitePlanStore plans_;

@@ -5,6 +5,7 @@
 
 #include "CbcModel.hpp"
 #include "ClpSimplex.hpp"
+#include "ClpSolve.hpp"
 #include "CoinMessageHandler.hpp"
 #include "CoinPackedMatrix.hpp"
 #include "OsiClpSolverInterface.hpp"
@@ -86,6 +87,14 @@ std::string SolveStatusName(SolveStatus status) {
 }
 
 absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s) {
+  auto two = SolveLpThenMinimize(program, {}, 0, time_limit_s);
+  if (!two.ok()) return two.status();
+  return std::move(two->first);
+}
+
+absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& program,
+                                                     const std::vector<double>& secondary,
+                                                     double tolerance, double time_limit_s) {
   using A = SolverAccess;
   CoinPackedMatrix matrix = A::Matrix(program);
   std::vector<double> cl = ToCoin(A::ColLower(program)), cu = ToCoin(A::ColUpper(program));
@@ -97,31 +106,64 @@ absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit
                     ru.data());
   model.setOptimizationDirection(A::Maximize(program) ? -1 : 1);
   if (time_limit_s > 0) model.setMaximumSeconds(time_limit_s);
-  model.dual();
+  ClpSolve options;
+  options.setPresolveType(ClpSolve::presolveOn);
+  options.setSolveType(ClpSolve::automatic);
+  model.initialSolve(options);
   if (!model.isProvenOptimal() && !model.isProvenPrimalInfeasible() &&
       !model.isProvenDualInfeasible() && model.status() != 3) {
     model.primal();  // dual simplex can give up on degenerate models; retry with primal
   }
-  Solution s;
+  TwoStageSolution out;
+  Solution& s = out.first;
   if (model.isProvenOptimal()) {
     s.status = SolveStatus::kOptimal;
   } else if (model.isProvenPrimalInfeasible()) {
     s.status = SolveStatus::kInfeasible;
-    return s;
+    return out;
   } else if (model.isProvenDualInfeasible()) {
     s.status = SolveStatus::kUnbounded;
-    return s;
+    return out;
   } else if (model.status() == 3 && model.primalFeasible()) {
     s.status = SolveStatus::kFeasible;
   } else {
     s.status = SolveStatus::kNoSolution;
-    return s;
+    return out;
   }
   s.objective = model.objectiveValue();
   s.best_bound = s.objective;
   const double* x = model.primalColumnSolution();
   s.values.assign(x, x + program.num_columns());
-  return s;
+  if (secondary.empty() || s.status != SolveStatus::kOptimal) return out;
+
+  // Stage 2: objective row, new objective, primal simplex from the current basis.
+  const std::vector<double>& c = A::Objective(program);
+  std::vector<int> idx;
+  std::vector<double> val;
+  for (int j = 0; j < program.num_columns(); ++j) {
+    if (c[j] != 0) {
+      idx.push_back(j);
+      val.push_back(c[j]);
+    }
+  }
+  double slack = tolerance * std::max(1.0, std::abs(s.objective));
+  if (A::Maximize(program)) {
+    model.addRow(static_cast<int>(idx.size()), idx.data(), val.data(), s.objective - slack,
+                 COIN_DBL_MAX);
+  } else {
+    model.addRow(static_cast<int>(idx.size()), idx.data(), val.data(), -COIN_DBL_MAX,
+                 s.objective + slack);
+  }
+  for (int j = 0; j < program.num_columns(); ++j) {
+    model.setObjectiveCoefficient(j, j < static_cast<int>(secondary.size()) ? secondary[j] : 0.0);
+  }
+  model.setOptimizationDirection(1);
+  model.primal(1);
+  if (model.isProvenOptimal()) {
+    const double* y = model.primalColumnSolution();
+    out.second_values.assign(y, y + program.num_columns());
+  }
+  return out;
 }
 
 absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limit_s,

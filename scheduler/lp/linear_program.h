@@ -73,6 +73,19 @@ struct Solution {
 // models are reported in Solution::status, not as errors.
 absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s);
 
+// Two stages on one CLP model: solves `program`, then keeps its objective within a relative
+// `tolerance` of the optimum (one extra row) and minimises Σ secondary[c] · x[c] from the optimal
+// basis (warm-started primal simplex). `first` is the first stage's solution; `second_values` the
+// second stage's primal values (empty when the second stage did not reach optimality, or the
+// first was not optimal).
+struct TwoStageSolution {
+  Solution first;
+  std::vector<double> second_values;
+};
+absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& program,
+                                                     const std::vector<double>& secondary,
+                                                     double tolerance, double time_limit_s);
+
 // Solves the MIP with CBC. `start` (optional, may be empty) is a feasible solution handed to CBC
 // as its first incumbent.
 absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limit_s,

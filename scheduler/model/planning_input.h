@@ -42,7 +42,7 @@ struct PlanningOptions {
   int rounds = 32;
   // INA switches off the worker's k paths to the PS that are still considered as aggregation
   // nodes, nearest (smallest detour) first.
-  int extra_candidates = 2;
+  int extra_candidates = 6;
   // Local search after rounding (moves flows off the bottleneck while the evaluated rate rises).
   bool local_search = true;
   // Several jobs are planned in one LP when it has at most this many columns, otherwise one job

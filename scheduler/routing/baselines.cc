@@ -226,7 +226,7 @@ RoutedJob RouteAtp(const Network& net, PathCache& paths, const std::vector<doubl
   };
   auto feasible = [&](double lambda) {
     RoutedJob rj = build(lambda);
-    return SingleJobRate(ComputeUsage(net, rj), residual) >= lambda * (1 - 1e-9);
+    return SingleJobRate(ComputeUsage(net, rj), residual) >= lambda * (1 - 1e-13);
   };
   double hi = 0;
   for (const Route& r : routes) {

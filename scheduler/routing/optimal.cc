@@ -56,7 +56,7 @@ absl::StatusOr<RoutingResult> OptimalRouting::Route(const Network& net) const {
   const int n = static_cast<int>(input.jobs.size());
   RoutingResult result;
   result.jobs.resize(n);
-  result.lp_bound_gbps = grid->lp_bound_gbps;
+  result.lp_bound_gbps.resize(n);
   result.diagnostics.resize(n);
   std::vector<RoutedJob> planned;
   for (int j : PriorityOrder(input)) {
@@ -67,6 +67,14 @@ absl::StatusOr<RoutingResult> OptimalRouting::Route(const Network& net) const {
     JobCandidates c =
         BuildCandidates(net, cache, j, ps, shares, input.options.extra_candidates + 4);
     AddPlanToCandidates(net, grid->jobs[j], &c);
+    {
+      // The bound over this MIP's own candidates: the free-share LP alone on the network.
+      std::vector<JobCandidates> one{c};
+      RoutingLp bound_lp = BuildRoutingLp(net, net.residuals(), one, true);
+      auto bound = SolveRoutingLp(bound_lp, one, true, input.options.lp_time_limit_s);
+      if (!bound.ok()) return bound.status();
+      result.lp_bound_gbps[j] = bound->lambda[0];
+    }
 
     lp::LinearProgram mip;
     mip.SetMaximize(false);

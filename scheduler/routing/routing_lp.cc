@@ -269,29 +269,15 @@ RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual
 
 absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp, const std::vector<JobCandidates>& jobs,
                                          bool free_shares, double time_limit_s) {
-  auto solved = lp::SolveLp(lp.program, time_limit_s);
+  auto solved = lp::SolveLpThenMinimize(lp.program, lp.load_cost, 1e-7, time_limit_s);
   if (!solved.ok()) return solved.status();
   LpOutcome out;
-  out.solution = *std::move(solved);
+  out.solution = std::move(solved->first);
   if (out.solution.status == lp::SolveStatus::kOptimal) {
     for (size_t j = 0; j < jobs.size(); ++j) {
       out.lambda.push_back(std::max(0.0, out.solution.values[lp.lambda[j]]));
     }
-    lp::LinearProgram second = lp.program;
-    second.SetMaximize(false);
-    for (int c = 0; c < second.num_columns(); ++c) {
-      second.SetObjective(c, c < static_cast<int>(lp.load_cost.size()) ? lp.load_cost[c] : 0.0);
-    }
-    if (lp.t >= 0) {
-      second.SetColumnBounds(lp.t, out.solution.values[lp.t] * (1 - 1e-7), lp::kInfinity);
-    } else {
-      for (int col : lp.lambda) {
-        second.SetColumnBounds(col, out.solution.values[col] * (1 - 1e-7), lp::kInfinity);
-      }
-    }
-    auto least = lp::SolveLp(second, time_limit_s);
-    if (!least.ok()) return least.status();
-    if (least->status == lp::SolveStatus::kOptimal) out.solution.values = least->values;
+    if (!solved->second_values.empty()) out.solution.values = std::move(solved->second_values);
     out.shares.resize(jobs.size());
     if (free_shares) {
       for (size_t j = 0; j < jobs.size(); ++j) {
@@ -398,11 +384,83 @@ class Searcher {
         return true;
       }
     }
+    for (const auto& [key, users] : users_) {
+      if (users == 0) continue;
+      const Path& path = c_.streams.at(key)[StreamPath(key)];
+      bool touches = in_b[net_.NodeResource(key.second)] != 0;
+      for (int a : path.arcs) touches |= in_b[net_.ArcResource(a)] != 0;
+      if (touches && TryClose(key, top)) return true;
+    }
     return false;
   }
 
  private:
   using Delta = std::map<int, double>;
+
+  double MaxRatio(int* count_at_max) const {
+    double top = 0;
+    for (int r : touched_) top = std::max(top, Ratio(r, unit_[r]));
+    *count_at_max = 0;
+    for (int r : touched_) {
+      if (Ratio(r, unit_[r]) >= top * (1 - 1e-9)) ++*count_at_max;
+    }
+    return top;
+  }
+
+  // Compound move: the switch of `key` stops aggregating for its PS; each of its flows goes to
+  // its best option among the PS and the switches already aggregating for that PS. Kept when the
+  // bottleneck utilisation falls (or as many resources fewer sit at it).
+  bool TryClose(std::pair<int, int> key, double top) {
+    int before_count = 0;
+    MaxRatio(&before_count);
+    std::vector<std::pair<int, std::pair<int, int>>> saved;
+    for (size_t i = 0; i < c_.pairs.size(); ++i) {
+      const PairCandidates& pc = c_.pairs[i];
+      if (c_.ps[pc.ps_index] != key.second || Share(i) <= 1e-12) continue;
+      if (pc.options[ch_.pair[i].first].agg != key.first) continue;
+      saved.emplace_back(static_cast<int>(i), ch_.pair[i]);
+    }
+    for (const auto& [i, old] : saved) ApplyPair(i, -1);
+    for (const auto& [i, old] : saved) {
+      const PairCandidates& pc = c_.pairs[i];
+      int s = c_.ps[pc.ps_index];
+      double x = Share(i);
+      int best_o = -1, best_p = -1;
+      double best = kUnbounded;
+      for (size_t o = 0; o < pc.options.size(); ++o) {
+        int agg = pc.options[o].agg;
+        if (agg == key.first || (agg != s && Users({agg, s}) == 0)) continue;
+        for (size_t p = 0; p < pc.options[o].paths.size(); ++p) {
+          Delta d;
+          FlowResources(i, static_cast<int>(o), static_cast<int>(p), x, &d);
+          double worst = 0;
+          for (const auto& [r, v] : d) worst = std::max(worst, Ratio(r, unit_[r] + v));
+          if (worst < best * (1 - 1e-12)) {
+            best = worst;
+            best_o = static_cast<int>(o);
+            best_p = static_cast<int>(p);
+          }
+        }
+      }
+      if (best_o < 0) {
+        best_o = old.first;
+        best_p = old.second;
+      }
+      ch_.pair[i] = {best_o, best_p};
+      ApplyPair(i, +1);
+    }
+    int after_count = 0;
+    double after = MaxRatio(&after_count);
+    if (after < top * (1 - 1e-9) || (after <= top * (1 + 1e-12) && after_count < before_count)) {
+      return true;
+    }
+    for (const auto& [i, old] : saved) ApplyPair(i, -1);
+    for (const auto& [i, old] : saved) {
+      ch_.pair[i] = old;
+      ApplyPair(i, +1);
+    }
+    return false;
+  }
 
   double Share(size_t i) const { return c_.shares[c_.pairs[i].ps_index]; }
   double StreamShare(const std::pair<int, int>& key) const {

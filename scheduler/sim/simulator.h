@@ -108,7 +108,7 @@ struct TimelineRow {
 };
 
 struct SimResult {
-  std::vector<SimJobResult> jobs;  // arrival order
+  std::vector<SimJobResult> jobs;  // in trace order (ids are arrival ranks)
   SimSummary summary;
   std::vector<TimelineRow> timeline;
 };

@@ -78,8 +78,9 @@ TEST(SqliteDatabaseTest, DataSurvivesReopen) {
   EXPECT_EQ(again->job.id, id);
 }
 
-TEST(SqliteDatabaseTest, PlanDecodedAfterReopenEqualsThePlanSaved) {
-  // Save fills the in-process plan cache; a fresh process must decode exactly the same values.
+TEST(SqliteDatabaseTest, SnapshotAfterReopenEqualsTheCachedOne) {
+  // Writes and snapshots fill in-process caches of decoded values; a fresh open must decode
+  // exactly the same values.
   TempDir dir;
   std::string path = dir.File("inac.db");
   core::Plan plan = testing::SamplePlan(4);
@@ -90,6 +91,9 @@ TEST(SqliteDatabaseTest, PlanDecodedAfterReopenEqualsThePlanSaved) {
     auto storage = SqliteStorage::Open(path);
     ASSERT_TRUE(storage.ok());
     ASSERT_TRUE((*storage)->plans().Save(plan, intents, 9).ok());
+    ASSERT_TRUE((*storage)->topology().Put(testing::SampleTopology(), 10).ok());
+    ASSERT_TRUE((*storage)->jobs().Create(SampleSpec("a"), 11).ok());
+    ASSERT_TRUE((*storage)->ReadSnapshot().ok());  // fills the spec cache
     auto snap = (*storage)->ReadSnapshot();
     ASSERT_TRUE(snap.ok());
     warm = *snap;
@@ -101,6 +105,9 @@ TEST(SqliteDatabaseTest, PlanDecodedAfterReopenEqualsThePlanSaved) {
   ASSERT_TRUE(cold->plan && warm.plan);
   EXPECT_EQ(*cold->plan, *warm.plan);
   EXPECT_EQ(cold->intents, warm.intents);
+  EXPECT_EQ(cold->topology, warm.topology);
+  EXPECT_EQ(cold->jobs, warm.jobs);
+  EXPECT_EQ(cold->jobs.at(0).spec, SampleSpec("a"));
   EXPECT_EQ(*(*storage)->plans().Intents(1), warm.intents);
   EXPECT_EQ((*storage)->plans().Get(1)->plan, warm.plan->plan);
 }

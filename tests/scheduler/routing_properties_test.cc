@@ -1,0 +1,157 @@
+// Invariants of every routing algorithm on generated fat-trees and leaf-spines (fixed seeds), and
+// GRID against the integral optimum (CBC) on small instances.
+#include <algorithm>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/generators.h"
+#include "scheduler/routing/routing_algorithm.h"
+#include "tests/scheduler/routing_fixtures.h"
+
+namespace inac::scheduler {
+namespace {
+
+// `workers` random hosts and `ps` further random hosts of `topology`, as one job (or several).
+PlanningInput RandomInstance(const core::Topology& topology, uint64_t seed, int jobs, int workers,
+                             int ps) {
+  PlanningInput in;
+  in.topology = topology;
+  in.seed = seed;
+  in.options.rounds = 8;
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> hosts;
+  for (const core::Host& h : topology.hosts) hosts.push_back(h.id);
+  for (int j = 0; j < jobs; ++j) {
+    std::shuffle(hosts.begin(), hosts.end(), rng);
+    std::vector<std::string> w(hosts.begin(), hosts.begin() + workers);
+    std::vector<std::string> p(hosts.begin() + workers, hosts.begin() + workers + ps);
+    core::JobSpec spec = testing::PsJob("j" + std::to_string(j), w, p);
+    spec.priority = j % 2;
+    in.jobs.push_back(JobInput{j + 1, spec});
+  }
+  return in;
+}
+
+core::Topology FatTree(int k, uint64_t seed, core::InaPlacement::Kind kind, double fraction = 0) {
+  core::GeneratorOptions o;
+  o.seed = seed;
+  o.ina.kind = kind;
+  o.ina.fraction = fraction;
+  o.link_gbps = 100;
+  o.processing_gbps_lo = 100;
+  o.processing_gbps_hi = 800;
+  auto t = core::GenerateFatTree(k, o);
+  EXPECT_TRUE(t.ok());
+  return *t;
+}
+
+core::Topology LeafSpine(uint64_t seed) {
+  core::GeneratorOptions o;
+  o.seed = seed;
+  o.ina.kind = core::InaPlacement::Kind::kTor;
+  o.link_gbps = 40;
+  o.processing_gbps_lo = 50;
+  o.processing_gbps_hi = 200;
+  auto t = core::GenerateLeafSpine(4, 2, 4, o);
+  EXPECT_TRUE(t.ok());
+  return *t;
+}
+
+void CheckInvariants(const PlanningInput& in) {
+  auto net = Network::Create(in);
+  ASSERT_TRUE(net.ok());
+  FlowEvaluator evaluator(**net);
+  std::vector<double> atp_rates;
+  for (std::string name : {"atp", "no_ina", "switchml", "grid", "inart"}) {
+    SCOPED_TRACE(name);
+    auto planned = PlanRouting(name, in);
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    EXPECT_EQ(evaluator.CapacityViolations(planned->evaluation), std::vector<std::string>{});
+    ASSERT_EQ(planned->plan.jobs.size(), in.jobs.size());
+    for (size_t j = 0; j < in.jobs.size(); ++j) {
+      const core::JobPlan& jp = planned->plan.jobs[j];
+      EXPECT_GT(jp.rate_gbps, 0);
+      if (jp.lp_bound_gbps) {
+        EXPECT_LE(jp.rate_gbps, *jp.lp_bound_gbps * (1 + 1e-6));
+      }
+      double total = 0;
+      for (const auto& [ps, x] : jp.ps_shares) total += x;
+      EXPECT_NEAR(total, 1.0, 1e-9);
+      // Every plan decodes back into the evaluator's form.
+      EXPECT_TRUE(evaluator.FromJobPlan(jp).ok());
+    }
+    std::vector<double> rates;
+    for (const core::JobPlan& jp : planned->plan.jobs) rates.push_back(jp.rate_gbps);
+    if (name == "atp") atp_rates = rates;
+    if (name == "grid" || name == "inart") {
+      // Never worse than ATP (floor rule), in max-min order.
+      EXPECT_FALSE(BetterRates(atp_rates, rates));
+      ASSERT_TRUE(planned->plan.jobs[0].lp_bound_gbps.has_value());
+      auto again = PlanRouting(name, in);  // same seed, same plan
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(again->plan, planned->plan);
+    }
+  }
+}
+
+TEST(RoutingPropertiesTest, FatTreeTorIna) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE(seed);
+    CheckInvariants(RandomInstance(FatTree(4, seed, core::InaPlacement::Kind::kTor), seed, 1, 8, 1));
+  }
+}
+
+TEST(RoutingPropertiesTest, FatTreeRandomInaSeveralPs) {
+  for (uint64_t seed = 4; seed <= 6; ++seed) {
+    SCOPED_TRACE(seed);
+    CheckInvariants(
+        RandomInstance(FatTree(4, seed, core::InaPlacement::Kind::kRandom, 0.3), seed, 1, 8, 2));
+  }
+}
+
+TEST(RoutingPropertiesTest, LeafSpineSeveralJobs) {
+  for (uint64_t seed = 7; seed <= 9; ++seed) {
+    SCOPED_TRACE(seed);
+    CheckInvariants(RandomInstance(LeafSpine(seed), seed, 3, 4, 1));
+  }
+}
+
+TEST(RoutingPropertiesTest, SeveralJobsSequentialWhenTheLpIsLarge) {
+  PlanningInput in = RandomInstance(FatTree(4, 11, core::InaPlacement::Kind::kTor), 11, 2, 6, 1);
+  in.options.joint_lp_max_columns = 1;  // forces priority order
+  CheckInvariants(in);
+  auto planned = PlanRouting("grid", in);
+  ASSERT_TRUE(planned.ok());
+  EXPECT_FALSE(planned->diagnostics[0].joint);
+}
+
+TEST(RoutingPropertiesTest, RingJobsAreRefused) {
+  PlanningInput in = RandomInstance(FatTree(4, 1, core::InaPlacement::Kind::kTor), 1, 1, 4, 1);
+  in.jobs[0].spec.parameter_servers.clear();
+  in.jobs[0].spec.allreduce = core::AllReduce::kRing;
+  EXPECT_EQ(PlanRouting("grid", in).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanRouting("nope", in).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 4's target (1): on instances small enough for CBC, GRID reaches 95 % of the integral
+// optimum. Fat-tree k=4, switch capacities uniform in [100, 800] Gbps, up to 16 workers.
+TEST(GridVersusOptimalTest, WithinFivePercentOnTwentySmallInstances) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    auto kind = seed % 2 ? core::InaPlacement::Kind::kTor : core::InaPlacement::Kind::kRandom;
+    int workers = 6 + static_cast<int>(seed % 11);  // 6..16
+    PlanningInput in = RandomInstance(FatTree(4, seed, kind, 0.3), seed, 1, workers - 1, 1);
+    in.options.mip_time_limit_s = 5;  // bounded; the incumbent then bounds the optimum from below
+    auto grid = PlanRouting("grid", in);
+    auto optimal = PlanRouting("optimal", in);
+    ASSERT_TRUE(grid.ok() && optimal.ok());
+    double g = grid->plan.jobs[0].rate_gbps;
+    double o = optimal->plan.jobs[0].rate_gbps;
+    EXPECT_GE(g, 0.95 * o) << "grid " << g << " optimal " << o;
+    EXPECT_LE(o, *optimal->plan.jobs[0].lp_bound_gbps * (1 + 1e-6));
+  }
+}
+
+}  // namespace
+}  // namespace inac::scheduler
