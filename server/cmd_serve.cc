@@ -1,5 +1,7 @@
 #include "server/cmd_serve.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -8,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/generators.h"
-#include "core/models.h"
 #include "core/json.h"
+#include "core/models.h"
 #include "server/cli.h"
 #include "server/cli_util.h"
 #include "server/config.h"
@@ -17,6 +19,7 @@
 #include "server/http_api.h"
 #include "southbound/emulator/emulated_switch.h"
 #include "southbound/p4runtime_switch_client.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_storage.h"
 
@@ -34,13 +37,24 @@ struct ServeArgs {
   std::string log_level = "info";
 };
 
-SwitchClientFactory P4RuntimeFactory() {
-  return [](const core::Switch& sw, uint64_t election_id)
-             -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
+}  // namespace
+
+SwitchClientFactory P4RuntimeSwitchClientFactory() {
+  return [](const core::Switch& sw,
+            uint64_t election_id) -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
     southbound::P4RuntimeSwitchClientOptions options;
     options.switch_id = sw.id;
     options.session.address = sw.p4runtime->address;
     options.session.device_id = sw.p4runtime->device_id;
+    // gRPC's own reconnection backoff (1 s initial, 120 s max by default) would stack on the
+    // session's: a switch that restarts is retried at the session's pace instead, so it gets
+    // its state back within about a second of accepting connections again.
+    grpc::ChannelArguments channel_args;
+    channel_args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    channel_args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    channel_args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    options.session.channel = grpc::CreateCustomChannel(
+        sw.p4runtime->address, grpc::InsecureChannelCredentials(), channel_args);
     options.session.election_id = southbound::ElectionId{0, election_id};
     options.session.connect_timeout = absl::Seconds(2);
     options.session.rpc_timeout = absl::Seconds(10);
@@ -50,6 +64,8 @@ SwitchClientFactory P4RuntimeFactory() {
   };
 }
 
+namespace {
+
 std::string RandomToken() {
   std::random_device rd;
   std::string out;
@@ -58,7 +74,8 @@ std::string RandomToken() {
   return out;
 }
 
-// The demo's sample jobs (examples/fat-tree-k4/jobs.json).
+}  // namespace
+
 std::vector<core::JobSpec> DemoJobs() {
   std::vector<core::JobSpec> jobs(3);
   jobs[0].name = "resnet50-pod0";
@@ -92,9 +109,15 @@ std::vector<core::JobSpec> DemoJobs() {
   return jobs;
 }
 
+namespace {
+
 std::atomic<int> g_signal{0};
 
 int Serve(const ServeArgs& args) {
+  // Logs go to stderr; stdout carries only what a user or a test reads (the `listening on`
+  // line, the demo's banner).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "inac", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   auto level = spdlog::level::from_str(args.log_level);
   spdlog::set_level(level);
@@ -137,8 +160,10 @@ int Serve(const ServeArgs& args) {
                 << " without API tokens; configure tokens or listen on 127.0.0.1\n";
       return kExitBadInput;
     }
-    spdlog::warn("event=auth_disabled reason=\"no tokens configured\" listen={} "
-                 "note=\"serving on loopback only\"", config.listen);
+    spdlog::warn(
+        "event=auth_disabled reason=\"no tokens configured\" listen={} "
+        "note=\"serving on loopback only\"",
+        config.listen);
   }
 
   auto storage = storage::SqliteStorage::Open(config.db);
@@ -158,7 +183,8 @@ int Serve(const ServeArgs& args) {
       options.device_id = i + 1;
       auto sw = southbound::emulator::EmulatedSwitch::Start(options);
       if (!sw.ok()) {
-        std::cerr << "inac: demo switch " << topology.switches[i].id << ": " << sw.status().message() << "\n";
+        std::cerr << "inac: demo switch " << topology.switches[i].id << ": "
+                  << sw.status().message() << "\n";
         return kExitFailure;
       }
       topology.switches[i].p4runtime = core::P4RuntimeEndpoint{(*sw)->address(), i + 1};
@@ -171,7 +197,8 @@ int Serve(const ServeArgs& args) {
     }
   }
 
-  Controller controller(storage->get(), P4RuntimeFactory(), SystemClockMs, config.controller);
+  Controller controller(storage->get(), P4RuntimeSwitchClientFactory(), SystemClockMs,
+                        config.controller);
   if (auto s = controller.Start(); !s.ok()) {
     std::cerr << "inac: " << s.message() << "\n";
     return kExitBadInput;
@@ -191,9 +218,10 @@ int Serve(const ServeArgs& args) {
   spdlog::info("event=serving api={} db={}", base, config.db);
   if (args.demo) {
     for (const auto& spec : DemoJobs()) {
-      auto r = controller.SubmitJob(spec, core::IdempotencyKey{"demo-" + spec.name,
-                                                                core::JobSpecToJson(spec).dump()});
-      if (!r.ok()) spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
+      auto r = controller.SubmitJob(
+          spec, core::IdempotencyKey{"demo-" + spec.name, core::JobSpecToJson(spec).dump()});
+      if (!r.ok())
+        spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
     }
     std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
               << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
@@ -232,7 +260,8 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--algorithm", args->algorithm, "Routing algorithm (default grid)");
   cmd->add_option("--election-id", args->election_id,
                   "P4Runtime election id (default: one above the highest stored)");
-  cmd->add_option("--log-level", args->log_level, "trace|debug|info|warn|error")->capture_default_str();
+  cmd->add_option("--log-level", args->log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
   cmd->callback([args] {
     int code = Serve(*args);
     if (code != kExitOk) throw CLI::RuntimeError(code);

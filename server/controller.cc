@@ -31,6 +31,10 @@ struct Controller::SwitchSlot {
   std::string factory_error;
   bool was_connected = false;
   bool needs_pipeline = true;
+  // The session as last observed by the loop (after a visit, and by WatchSwitches between
+  // passes): a change wakes the loop.
+  bool seen_connected = false;
+  bool seen_primary = false;
   int64_t applied_version = 0;
   int64_t intent_version = 0;
   int64_t entries = 0;
@@ -57,7 +61,6 @@ struct Controller::SwitchSlot {
 };
 
 namespace {
-
 
 std::string Hex(size_t v) { return absl::StrFormat("%016x", v); }
 
@@ -102,9 +105,9 @@ absl::Status Controller::Start() {
   auto algorithm = scheduler::MakeRoutingAlgorithm(options_.algorithm);
   if (!algorithm.ok()) return algorithm.status();
   if (!scheduler::ParseMemoryPolicy(options_.memory_policy)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown memory policy \"", options_.memory_policy,
-                     "\" (known: esa, atp, switchml, no_ina)"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown memory policy \"",
+                                                   options_.memory_policy,
+                                                   "\" (known: esa, atp, switchml, no_ina)"));
   }
   uint64_t election = options_.election_id;
   if (election == 0) {
@@ -162,16 +165,55 @@ void Controller::Notify(Wake why) {
 void Controller::Log(const std::string& kind, std::optional<core::JobId> job,
                      const std::string& message) {
   auto seq = storage_->events().Append(MakeEvent(clock_(), kind, job, message));
-  if (!seq.ok()) spdlog::warn("event=event_log_failed kind={} error=\"{}\"", kind, seq.status().ToString());
+  if (!seq.ok())
+    spdlog::warn("event=event_log_failed kind={} error=\"{}\"", kind, seq.status().ToString());
   event_cv_.notify_all();
 }
 
+bool Controller::WatchSwitches() {
+  std::vector<std::shared_ptr<SwitchSlot>> slots;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, slot] : slots_) slots.push_back(slot);
+  }
+  bool changed = false;
+  for (auto& slot : slots) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    if (!slot->client) continue;
+    bool connected = slot->client->IsConnected();
+    bool primary = connected && slot->client->IsPrimary();
+    if (connected == slot->seen_connected && primary == slot->seen_primary) continue;
+    spdlog::debug("event=switch_session_changed switch={} connected={} primary={}", slot->sw.id,
+                  connected, primary);
+    changed = true;
+    // A session seen down comes back as a new connection: the switch may have restarted empty,
+    // so the next visit checks its pipeline before reconciling.
+    if (!connected) slot->was_connected = false;
+    slot->seen_connected = connected;
+    slot->seen_primary = primary;
+  }
+  return changed;
+}
+
 void Controller::LoopMain() {
+  constexpr auto kWatchPeriod = std::chrono::milliseconds(100);
   while (true) {
     {
+      // Sleep until a wake-up or the timer; every kWatchPeriod look at the switches' sessions
+      // (a switch that went down or came back, a primary change) and start a pass on a change.
       std::unique_lock<std::mutex> lock(mu_);
-      wake_cv_.wait_for(lock, std::chrono::milliseconds(options_.timer_ms),
-                        [this] { return wake_ || stopping_; });
+      auto timer = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timer_ms);
+      while (!wake_ && !stopping_) {
+        auto now = std::chrono::steady_clock::now();
+        if (now >= timer) break;
+        wake_cv_.wait_until(lock, std::min(timer, now + kWatchPeriod),
+                            [this] { return wake_ || stopping_; });
+        if (wake_ || stopping_) break;
+        lock.unlock();
+        bool changed = WatchSwitches();
+        lock.lock();
+        if (changed) wake_ = true;
+      }
       if (stopping_) break;
       // Timer expiry and wake-ups both run a pass; debounce bursts of wake-ups.
     }
@@ -200,13 +242,13 @@ void Controller::LoopMain() {
 }
 
 std::string Controller::Fingerprint(const core::Snapshot& snapshot) const {
-  std::string text = absl::StrCat("alg=", options_.algorithm, ";mem=", options_.memory_policy,
-                                  ";seed=", options_.seed, ";rounds=", options_.rounds,
-                                  ";paths=", options_.paths, ";topo=",
-                                  snapshot.topology ? snapshot.topology->version : 0, ";jobs=");
+  std::string text =
+      absl::StrCat("alg=", options_.algorithm, ";mem=", options_.memory_policy,
+                   ";seed=", options_.seed, ";rounds=", options_.rounds, ";paths=", options_.paths,
+                   ";topo=", snapshot.topology ? snapshot.topology->version : 0, ";jobs=");
   for (const core::Job& job : snapshot.jobs) {
-    absl::StrAppend(&text, job.id, ":", std::hash<std::string>{}(core::JobSpecToJson(job.spec).dump()),
-                    ",");
+    absl::StrAppend(&text, job.id, ":",
+                    std::hash<std::string>{}(core::JobSpecToJson(job.spec).dump()), ",");
   }
   return Hex(std::hash<std::string>{}(text));
 }
@@ -292,8 +334,9 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
       continue;
     }
     bool missing_host = false;
-    for (const auto& p : problems) missing_host |= p.message.find("unknown host") != std::string::npos ||
-                                                   p.message.find("is a switch") != std::string::npos;
+    for (const auto& p : problems)
+      missing_host |= p.message.find("unknown host") != std::string::npos ||
+                      p.message.find("is a switch") != std::string::npos;
     if (missing_host) {
       core::JobUpdate u;
       u.state = core::JobState::kFailed;
@@ -326,10 +369,10 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
   plan->fingerprint = fingerprint;
   plan->version = 0;  // next version
   auto intents = core::DeriveSwitchIntents(topology, *plan);
-  std::vector<core::Event> plan_events = {MakeEvent(
-      now, "plan_saved", std::nullopt,
-      absl::StrFormat("planned %d job(s) with %s in %.1f ms", plan->jobs.size(), plan->algorithm,
-                      solve_ms))};
+  std::vector<core::Event> plan_events = {
+      MakeEvent(now, "plan_saved", std::nullopt,
+                absl::StrFormat("planned %d job(s) with %s in %.1f ms", plan->jobs.size(),
+                                plan->algorithm, solve_ms))};
   auto version = storage_->plans().Save(*plan, intents, now, plan_events);
   if (!version.ok()) return version.status();
   *plan_version = *version;
@@ -346,8 +389,8 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
       core::JobUpdate u;
       u.state = core::JobState::kScheduled;
       updates.push_back({job.id, u});
-      events.push_back(MakeEvent(now, "job_scheduled", job.id,
-                                 absl::StrCat("scheduled in plan ", *version)));
+      events.push_back(
+          MakeEvent(now, "job_scheduled", job.id, absl::StrCat("scheduled in plan ", *version)));
     }
   }
   if (!updates.empty()) {
@@ -463,24 +506,34 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
         if (!slot.client->IsPrimary()) {
           error = "backup: another controller is primary";
         } else {
-          bool ok = true;
-          if (slot.needs_pipeline) {
+          // Checks the pipeline cookie and pushes the pipeline when it is missing or different.
+          auto ensure_pipeline = [&]() -> bool {
             auto pushed = slot.client->EnsurePipeline();
             if (!pushed.ok()) {
               error = absl::StrCat("pipeline: ", pushed.status().message());
-              ok = false;
-            } else {
-              slot.needs_pipeline = false;
-              if (*pushed) {
-                slot.pipeline_pushes++;
-                Log("pipeline_pushed", std::nullopt,
-                    absl::StrCat("pushed the INA pipeline to ", slot.sw.id));
-              }
+              slot.needs_pipeline = true;
+              return false;
             }
-          }
+            slot.needs_pipeline = false;
+            if (*pushed) {
+              slot.pipeline_pushes++;
+              spdlog::info("event=pipeline_pushed switch={}", slot.sw.id);
+              Log("pipeline_pushed", std::nullopt,
+                  absl::StrCat("pushed the INA pipeline to ", slot.sw.id));
+            }
+            return true;
+          };
+          bool checked = slot.needs_pipeline;
+          bool ok = !slot.needs_pipeline || ensure_pipeline();
           if (ok) {
             auto start = std::chrono::steady_clock::now();
             auto stats = slot.client->Reconcile(intent);
+            if (!stats.ok() && !checked && slot.client->IsConnected()) {
+              // The switch may have lost its pipeline since the last pass (restarted between two
+              // observations of the session): check it now and retry once, rather than a timer
+              // period later.
+              if (ensure_pipeline()) stats = slot.client->Reconcile(intent);
+            }
             micros += std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::steady_clock::now() - start)
                           .count();
@@ -498,9 +551,11 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
                 error = stats->errors.empty() ? "some updates were refused" : stats->errors[0];
               }
               if (stats->writes() > 0) {
-                spdlog::info("event=reconciled switch={} version={} inserted={} modified={} deleted={} failed={}",
-                             slot.sw.id, plan_version, stats->inserted, stats->modified,
-                             stats->deleted, stats->failed);
+                spdlog::info(
+                    "event=reconciled switch={} version={} inserted={} modified={} deleted={} "
+                    "failed={}",
+                    slot.sw.id, plan_version, stats->inserted, stats->modified, stats->deleted,
+                    stats->failed);
               }
             }
           }
@@ -513,6 +568,8 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
       }
       slot.last_error = error;
       if (applied) slot.applied_version = plan_version;
+      slot.seen_connected = slot.client->IsConnected();
+      slot.seen_primary = slot.client->IsPrimary();
       slot.Publish();
       core::SwitchState state;
       state.switch_id = slot.sw.id;
@@ -521,7 +578,9 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
       state.last_contact_ms = slot.last_contact_ms;
       state.election_id = election;
       auto s = storage_->switch_states().Put(state);
-      if (!s.ok()) spdlog::warn("event=switch_state_save_failed switch={} error=\"{}\"", slot.sw.id, s.ToString());
+      if (!s.ok())
+        spdlog::warn("event=switch_state_save_failed switch={} error=\"{}\"", slot.sw.id,
+                     s.ToString());
     }
   };
   int threads = std::max(1, std::min<int>(options_.reconcile_parallelism, work.size()));
@@ -651,7 +710,8 @@ absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) {
   core::JobUpdate u;
   u.state = core::JobState::kCancelled;
   int64_t now = clock_();
-  auto updated = storage_->jobs().Update(id, u, now, {MakeEvent(now, "job_cancelled", id, "cancelled")});
+  auto updated =
+      storage_->jobs().Update(id, u, now, {MakeEvent(now, "job_cancelled", id, "cancelled")});
   if (updated.ok()) {
     event_cv_.notify_all();
     Notify(Wake::kJobs);
@@ -664,13 +724,13 @@ absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t ite
   auto job = storage_->jobs().Get(id);
   if (!job.ok()) return job.status();
   if (job->state != core::JobState::kScheduled && job->state != core::JobState::kRunning) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is ", std::string(core::JobStateName(job->state)),
-        "; progress is accepted only while it is scheduled or running"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", std::string(core::JobStateName(job->state)),
+                     "; progress is accepted only while it is scheduled or running"));
   }
   if (iterations_done < job->iterations_done) {
-    return absl::InvalidArgumentError(absl::StrCat("iterations_done: went backwards (", iterations_done,
-                                                   " < ", job->iterations_done, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "iterations_done: went backwards (", iterations_done, " < ", job->iterations_done, ")"));
   }
   if (iterations_done > job->spec.iterations) {
     return absl::InvalidArgumentError(absl::StrCat("iterations_done: ", iterations_done,
@@ -694,7 +754,9 @@ absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t ite
   u.state = core::JobState::kCompleted;
   updates.push_back({id, u});
   auto s = storage_->jobs().UpdateMany(
-      updates, now, {MakeEvent(now, "job_completed", id, absl::StrCat("completed after ", iterations_done, " iterations"))});
+      updates, now,
+      {MakeEvent(now, "job_completed", id,
+                 absl::StrCat("completed after ", iterations_done, " iterations"))});
   if (!s.ok()) return s;
   event_cv_.notify_all();
   Notify(Wake::kJobs);
@@ -733,9 +795,9 @@ absl::StatusOr<core::Link> Controller::SetLinkStatus(const std::string& link_id,
     int64_t now = clock_();
     auto version = storage_->topology().Put(
         topology, now, (*record)->version,
-        {MakeEvent(now, status == core::LinkStatus::kDown ? "link_down" : "link_up", std::nullopt,
-                   absl::StrCat("link ", link_id, " set ",
-                                std::string(core::LinkStatusName(status))))});
+        {MakeEvent(
+            now, status == core::LinkStatus::kDown ? "link_down" : "link_up", std::nullopt,
+            absl::StrCat("link ", link_id, " set ", std::string(core::LinkStatusName(status))))});
     if (version.ok()) {
       event_cv_.notify_all();
       Notify(Wake::kTopology);
@@ -941,7 +1003,8 @@ bool Controller::LoopAlive() {
 
 absl::Status Controller::Ready() {
   auto last = storage_->events().LastSeq();
-  if (!last.ok()) return absl::UnavailableError(absl::StrCat("database: ", last.status().message()));
+  if (!last.ok())
+    return absl::UnavailableError(absl::StrCat("database: ", last.status().message()));
   if (!LoopAlive()) return absl::UnavailableError("controller loop is not running");
   std::vector<std::string> down;
   for (const SwitchStatus& s : Switches()) {
@@ -949,7 +1012,8 @@ absl::Status Controller::Ready() {
   }
   if (!down.empty()) {
     std::string list;
-    for (size_t i = 0; i < down.size() && i < 10; ++i) absl::StrAppend(&list, i ? ", " : "", down[i]);
+    for (size_t i = 0; i < down.size() && i < 10; ++i)
+      absl::StrAppend(&list, i ? ", " : "", down[i]);
     return absl::UnavailableError(absl::StrCat(down.size(), " switch(es) unreachable: ", list));
   }
   return absl::OkStatus();

@@ -48,18 +48,17 @@ int64_t SystemClockMs();
 
 // Builds the client for one switch of the topology (which has a p4runtime endpoint) using
 // `election_id`. Returning an error marks the switch unreachable with that error.
-using SwitchClientFactory =
-    std::function<absl::StatusOr<std::unique_ptr<southbound::SwitchClient>>(
-        const core::Switch& sw, uint64_t election_id)>;
+using SwitchClientFactory = std::function<absl::StatusOr<std::unique_ptr<southbound::SwitchClient>>(
+    const core::Switch& sw, uint64_t election_id)>;
 
 struct ControllerOptions {
   std::string algorithm = "grid";     // a scheduler::RoutingAlgorithmNames() entry
   std::string memory_policy = "esa";  // esa | atp | switchml
   uint64_t seed = 1;
-  int rounds = 8;                     // randomised rounding repetitions (GRID/InArt)
-  int paths = 4;                      // candidate paths per pair
-  int debounce_ms = 50;               // wake-ups within this window share one pass
-  int timer_ms = 2000;                // periodic pass: retries failed switches, reconnects
+  int rounds = 8;        // randomised rounding repetitions (GRID/InArt)
+  int paths = 4;         // candidate paths per pair
+  int debounce_ms = 50;  // wake-ups within this window share one pass
+  int timer_ms = 2000;   // periodic pass: retries failed switches, reconnects
   int reconcile_parallelism = 8;
   // Election id: 0 = one more than the highest id stored for any switch (a restarted controller
   // thus wins arbitration); otherwise this fixed value (a standby controller is given a lower one).
@@ -199,6 +198,9 @@ class Controller {
 
   void Notify(Wake why);
   void LoopMain();
+  // Observes every switch's session; true when one changed (connected / primary) since the last
+  // observation. Loop thread only.
+  bool WatchSwitches();
   void Pass();
   absl::StatusOr<bool> MaybeReplan(const core::Snapshot& snapshot, int64_t* plan_version);
   void SyncSwitchSlots(const core::Topology& topology);

@@ -1,0 +1,485 @@
+#include "tests/system/harness.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/generators.h"
+#include "core/json.h"
+#include "southbound/entity_codec.h"
+#include "southbound/p4info_index.h"
+
+namespace inac::systest {
+
+const char* InacBinary() {
+#ifdef INAC_BINARY
+  return INAC_BINARY;
+#else
+  return "";
+#endif
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  const char* base = getenv("TMPDIR");
+  std::string pattern = absl::StrCat(base && *base ? base : "/tmp", "/inac-", prefix, "-XXXXXX");
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  char* dir = mkdtemp(buf.data());
+  return dir ? std::string(dir) : std::string();
+}
+
+// ------------------------------------------------------------------------------------------------
+// ChildProcess
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
+    const std::vector<std::string>& args, const std::string& log_path) {
+  std::unique_ptr<ChildProcess> child(new ChildProcess());
+  child->log_path_ = log_path;
+  child->log_fd_ = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (child->log_fd_ < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", strerror(errno)));
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
+  // Everything the child needs is prepared before fork (the parent is multi-threaded).
+  std::vector<std::string> owned;
+  owned.push_back(InacBinary());
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(child->log_fd_, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  child->pid_ = pid;
+  int read_fd = fds[0];
+  child->drain_ = std::thread([c = child.get(), read_fd] { c->Drain(read_fd); });
+  return child;
+}
+
+void ChildProcess::Drain(int fd) {
+  std::string line;
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    ssize_t off = 0;
+    while (off < n) {
+      ssize_t w = write(log_fd_, buf + off, n - off);
+      if (w <= 0) break;
+      off += w;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] != '\n') {
+        line.push_back(buf[i]);
+        continue;
+      }
+      const std::string prefix = "listening on ";
+      if (line.rfind(prefix, 0) == 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!listening_) listening_ = line.substr(prefix.size());
+        cv_.notify_all();
+      }
+      line.clear();
+    }
+  }
+  close(fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  eof_ = true;
+  cv_.notify_all();
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (drain_.joinable()) drain_.join();
+  if (log_fd_ >= 0) close(log_fd_);
+}
+
+absl::StatusOr<std::string> ChildProcess::AwaitListening(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool done = cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout),
+                           [this] { return listening_.has_value() || eof_; });
+  if (listening_) return *listening_;
+  if (!done) {
+    return absl::DeadlineExceededError(absl::StrCat("no `listening on` line within ",
+                                                    absl::FormatDuration(timeout), "; log:\n",
+                                                    LogTail(log_path_)));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("process exited before listening; log:\n", LogTail(log_path_)));
+}
+
+void ChildProcess::Signal(int signal) {
+  if (pid_ > 0 && !reaped_) kill(pid_, signal);
+}
+
+int ChildProcess::Wait(absl::Duration timeout) {
+  if (reaped_) return exit_;
+  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
+  int status = 0;
+  while (true) {
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) break;
+    if (r < 0) {
+      status = 0;
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  reaped_ = true;
+  exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+  if (drain_.joinable()) drain_.join();
+  return exit_;
+}
+
+std::string LogTail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text.size() > max_bytes) text = "..." + text.substr(text.size() - max_bytes);
+  return text;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fabric and controller
+
+core::Topology LeafSpine(int leaves, int spines, int hosts_per_leaf) {
+  core::GeneratorOptions options;
+  options.aggregators = 4096;
+  return core::GenerateLeafSpine(leaves, spines, hosts_per_leaf, options).value();
+}
+
+absl::Status EmulatedFabric::Start(core::Topology* topology, const std::string& dir) {
+  for (size_t i = 0; i < topology->switches.size(); ++i) {
+    const std::string& id = topology->switches[i].id;
+    Member m;
+    m.device_id = i + 1;
+    m.log = absl::StrCat(dir, "/switch-", id, ".log");
+    auto p = ChildProcess::Start(
+        {"switch", "--listen", "127.0.0.1:0", "--device-id", std::to_string(m.device_id)}, m.log);
+    if (!p.ok()) return p.status();
+    m.process = std::move(*p);
+    members_[id] = std::move(m);
+  }
+  for (core::Switch& sw : topology->switches) {
+    Member& m = members_[sw.id];
+    auto address = m.process->AwaitListening(absl::Seconds(30));
+    if (!address.ok()) return address.status();
+    m.address = *address;
+    sw.p4runtime = core::P4RuntimeEndpoint{m.address, m.device_id};
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedFabric::KillAndRestart(const std::string& switch_id) {
+  auto it = members_.find(switch_id);
+  if (it == members_.end()) return absl::NotFoundError(switch_id);
+  Member& m = it->second;
+  m.process->Signal(SIGKILL);
+  m.process->Wait();
+  m.process.reset();
+  // The port is free as soon as the process is gone (gRPC listens with SO_REUSEADDR); retry a
+  // few times in case the kernel is slow to release it.
+  absl::Status last;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto p = ChildProcess::Start(
+        {"switch", "--listen", m.address, "--device-id", std::to_string(m.device_id)}, m.log);
+    if (!p.ok()) return p.status();
+    auto address = (*p)->AwaitListening(absl::Seconds(30));
+    if (address.ok()) {
+      m.process = std::move(*p);
+      return absl::OkStatus();
+    }
+    last = address.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return last;
+}
+
+ChildProcess* EmulatedFabric::process(const std::string& switch_id) {
+  auto it = members_.find(switch_id);
+  return it == members_.end() ? nullptr : it->second.process.get();
+}
+
+absl::Status ControllerProcess::Start(const std::string& dir, const std::string& name,
+                                      const std::string& db, const Json& config,
+                                      const std::vector<std::string>& extra) {
+  std::string config_path = absl::StrCat(dir, "/", name, ".json");
+  {
+    std::ofstream out(config_path);
+    out << config.dump(2);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", config_path));
+  }
+  std::vector<std::string> args = {"serve",    "--config",    config_path,   "--db", db,
+                                   "--listen", "127.0.0.1:0", "--log-level", "debug"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto p = ChildProcess::Start(args, absl::StrCat(dir, "/", name, ".log"));
+  if (!p.ok()) return p.status();
+  process_ = std::move(*p);
+  auto address = process_->AwaitListening(absl::Seconds(60));
+  if (!address.ok()) return address.status();
+  host_port_ = *address;
+  base_url_ = absl::StrCat("http://", host_port_);
+  return absl::OkStatus();
+}
+
+void ControllerProcess::Kill9() {
+  if (!process_) return;
+  process_->Signal(SIGKILL);
+  process_->Wait();
+}
+
+int ControllerProcess::Terminate() {
+  if (!process_) return -1;
+  process_->Signal(SIGTERM);
+  return process_->Wait(absl::Seconds(30));
+}
+
+// ------------------------------------------------------------------------------------------------
+// REST
+
+Rest::Rest(const std::string& host_port, absl::Duration timeout) {
+  auto colon = host_port.rfind(':');
+  client_ = std::make_unique<httplib::Client>(host_port.substr(0, colon),
+                                              std::stoi(host_port.substr(colon + 1)));
+  auto t = absl::ToChronoMilliseconds(timeout);
+  client_->set_connection_timeout(t);
+  client_->set_read_timeout(t);
+  client_->set_write_timeout(t);
+  client_->set_keep_alive(true);
+}
+
+Rest::~Rest() = default;
+
+namespace {
+
+Response Convert(const httplib::Result& result) {
+  Response r;
+  if (!result) return r;
+  r.status = result->status;
+  r.text = result->body;
+  if (!r.text.empty()) r.body = Json::parse(r.text, nullptr, /*allow_exceptions=*/false);
+  if (r.body.is_discarded()) r.body = Json();
+  return r;
+}
+
+}  // namespace
+
+Response Rest::Get(const std::string& path) { return Convert(client_->Get("/api/v1" + path)); }
+
+Response Rest::Post(const std::string& path, const Json& body,
+                    const std::map<std::string, std::string>& headers) {
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  return Convert(client_->Post("/api/v1" + path, h, body.dump(), "application/json"));
+}
+
+Response Rest::Put(const std::string& path, const Json& body) {
+  return Convert(client_->Put("/api/v1" + path, body.dump(), "application/json"));
+}
+
+Response Rest::Patch(const std::string& path, const Json& body) {
+  return Convert(client_->Patch("/api/v1" + path, body.dump(), "application/json"));
+}
+
+Response Rest::Delete(const std::string& path) {
+  return Convert(client_->Delete("/api/v1" + path));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Read-back
+
+SwitchReader::SwitchReader() {
+  auto index = southbound::P4InfoIndex::EmbeddedIna();
+  if (index.ok()) {
+    auto t = southbound::IntentTranslator::Create(*index);
+    if (t.ok()) translator_.emplace(std::move(*t));
+  }
+}
+
+absl::StatusOr<SwitchContent> SwitchReader::Read(const std::string& address, uint64_t device_id) {
+  if (!translator_) return absl::InternalError("no translator for the embedded P4Info");
+  southbound::SessionOptions options;
+  options.address = address;
+  options.device_id = device_id;
+  options.rpc_timeout = absl::Seconds(10);
+  southbound::SwitchSession session(options);
+  auto read = session.Read(translator_->OwnedStateFilters());
+  if (!read.ok()) return read.status();
+  SwitchContent content;
+  for (p4::v1::Entity& e : *read) {
+    if (!translator_->IsOwned(e)) continue;
+    auto s = southbound::CanonicalizeInPlace(e);
+    if (!s.ok()) return s;
+    std::string key = southbound::EntityKey(e);
+    if (!content.by_key.emplace(key, southbound::EntityFingerprint(e)).second) {
+      content.duplicates++;
+    }
+    content.entities.push_back(e);
+  }
+  return content;
+}
+
+absl::StatusOr<SwitchContent> SwitchReader::Expected(const core::SwitchIntent& intent) {
+  if (!translator_) return absl::InternalError("no translator for the embedded P4Info");
+  auto entities = translator_->Translate(intent);
+  if (!entities.ok()) return entities.status();
+  SwitchContent content;
+  for (const p4::v1::Entity& e : *entities) {
+    if (!content.by_key.emplace(southbound::EntityKey(e), southbound::EntityFingerprint(e))
+             .second) {
+      content.duplicates++;
+    }
+    content.entities.push_back(e);
+  }
+  return content;
+}
+
+std::string SwitchReader::Diff(const SwitchContent& expected, const SwitchContent& actual) {
+  int64_t missing = 0, extra = 0, different = 0;
+  for (const auto& [key, fp] : expected.by_key) {
+    auto it = actual.by_key.find(key);
+    if (it == actual.by_key.end()) {
+      missing++;
+    } else if (it->second != fp) {
+      different++;
+    }
+  }
+  for (const auto& [key, fp] : actual.by_key) extra += expected.by_key.count(key) ? 0 : 1;
+  if (missing == 0 && extra == 0 && different == 0 && actual.duplicates == 0 &&
+      actual.entities.size() == expected.entities.size()) {
+    return "";
+  }
+  return absl::StrCat("expected ", expected.entities.size(), " entities, read ",
+                      actual.entities.size(), ": ", missing, " missing, ", extra, " extra, ",
+                      different, " different, ", actual.duplicates, " duplicate keys");
+}
+
+std::map<std::string, core::SwitchIntent> IntentsBySwitch(const core::Topology& topology,
+                                                          const core::Plan& plan) {
+  std::map<std::string, core::SwitchIntent> out;
+  for (const core::Switch& sw : topology.switches) {
+    out[sw.id].switch_id = sw.id;
+    out[sw.id].version = plan.version;
+  }
+  for (core::SwitchIntent& intent : core::DeriveSwitchIntents(topology, plan)) {
+    out[intent.switch_id] = std::move(intent);
+  }
+  return out;
+}
+
+std::string CompareFabric(const core::Topology& topology,
+                          const std::map<std::string, core::SwitchIntent>& intents,
+                          SwitchReader& reader) {
+  std::string problems;
+  for (const core::Switch& sw : topology.switches) {
+    if (!sw.p4runtime) continue;
+    core::SwitchIntent empty;
+    empty.switch_id = sw.id;
+    auto it = intents.find(sw.id);
+    auto expected = reader.Expected(it == intents.end() ? empty : it->second);
+    if (!expected.ok()) {
+      absl::StrAppend(&problems, sw.id, ": intent: ", expected.status().ToString(), "\n");
+      continue;
+    }
+    auto actual = reader.Read(sw.p4runtime->address, sw.p4runtime->device_id);
+    if (!actual.ok()) {
+      absl::StrAppend(&problems, sw.id, ": read: ", actual.status().ToString(), "\n");
+      continue;
+    }
+    std::string diff = SwitchReader::Diff(*expected, *actual);
+    if (!diff.empty()) absl::StrAppend(&problems, sw.id, ": ", diff, "\n");
+  }
+  return problems;
+}
+
+std::optional<ControllerView> FetchView(Rest& rest) {
+  Response topo = rest.Get("/topology");
+  Response plan = rest.Get("/plan");
+  if (topo.status != 200 || plan.status != 200) return std::nullopt;
+  std::vector<core::Problem> problems;
+  ControllerView view;
+  view.topology = core::TopologyFromJson(topo.body, &problems);
+  if (!problems.empty()) return std::nullopt;
+  plan.body.erase("created_ms");
+  auto p = core::PlanFromJson(plan.body);
+  if (!p.ok()) return std::nullopt;
+  view.plan = std::move(*p);
+  return view;
+}
+
+absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
+                                              absl::Duration timeout) {
+  auto deadline = absl::Now() + timeout;
+  std::string last = "no plan yet";
+  while (absl::Now() < deadline) {
+    auto view = FetchView(rest);
+    if (view) {
+      Response switches = rest.Get("/switches");
+      bool in_sync = switches.status == 200;
+      if (in_sync) {
+        for (const Json& s : switches.body["switches"]) {
+          if (!s.value("managed", false)) continue;
+          if (s.value("applied_version", int64_t{0}) != view->plan.version ||
+              !s.value("last_error", std::string()).empty()) {
+            in_sync = false;
+            last = absl::StrCat("switch ", s.value("id", std::string()), " reports applied ",
+                                s.value("applied_version", int64_t{0}), " of plan ",
+                                view->plan.version, " error \"",
+                                s.value("last_error", std::string()), "\"");
+            break;
+          }
+        }
+      }
+      if (in_sync) {
+        std::string diff =
+            CompareFabric(view->topology, IntentsBySwitch(view->topology, view->plan), reader);
+        // The plan may have moved on while reading: only a stable plan counts.
+        auto again = FetchView(rest);
+        if (diff.empty() && again && again->plan.version == view->plan.version) return *view;
+        last = diff.empty() ? "plan changed while reading" : diff;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("not converged: ", last));
+}
+
+Json JobBody(const std::string& name, const std::vector<std::string>& workers,
+             const std::vector<std::string>& ps, int priority) {
+  return Json{{"name", name},          {"tenant", "systest"},     {"priority", priority},
+              {"workers", workers},    {"parameter_servers", ps}, {"model", "ResNet50"},
+              {"iterations", 1000000}, {"batch_size", 32}};
+}
+
+}  // namespace inac::systest
