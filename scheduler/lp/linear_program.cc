@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "CbcModel.hpp"
+#include "CbcStrategy.hpp"
 #include "ClpSimplex.hpp"
 #include "ClpSolve.hpp"
 #include "CoinMessageHandler.hpp"
@@ -188,6 +189,12 @@ absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limi
   model.solver()->messageHandler()->setLogLevel(0);
   if (time_limit_s > 0) model.setMaximumSeconds(time_limit_s);
   model.setNumberThreads(0);
+  // CBC's default strategy: its standard cut generators (probing, Gomory, knapsack cover,
+  // clique, flow cover, MIR) at the root and its primal heuristics; no preprocessing (which
+  // would have to map the start solution).
+  CbcStrategyDefault strategy(1, 5, 5);
+  strategy.setupPreProcessing(0);
+  model.setStrategy(strategy);
   if (static_cast<int>(start.size()) == program.num_columns()) {
     // check = true: CBC verifies feasibility and computes the objective itself.
     model.setBestSolution(start.data(), program.num_columns(), COIN_DBL_MAX, true);

@@ -58,6 +58,12 @@ core::Topology LeafSpine(uint64_t seed) {
   return *t;
 }
 
+size_t CapacityViolationCount(const Evaluation& evaluation, const PlanningInput& in) {
+  auto net = Network::Create(in);
+  if (!net.ok()) return 1;
+  return FlowEvaluator(**net).CapacityViolations(evaluation).size();
+}
+
 void CheckInvariants(const PlanningInput& in) {
   auto net = Network::Create(in);
   ASSERT_TRUE(net.ok());
@@ -98,7 +104,8 @@ void CheckInvariants(const PlanningInput& in) {
 TEST(RoutingPropertiesTest, FatTreeTorIna) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     SCOPED_TRACE(seed);
-    CheckInvariants(RandomInstance(FatTree(4, seed, core::InaPlacement::Kind::kTor), seed, 1, 8, 1));
+    CheckInvariants(
+        RandomInstance(FatTree(4, seed, core::InaPlacement::Kind::kTor), seed, 1, 8, 1));
   }
 }
 
@@ -134,23 +141,34 @@ TEST(RoutingPropertiesTest, RingJobsAreRefused) {
   EXPECT_EQ(PlanRouting("nope", in).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Issue 4's target (1): on instances small enough for CBC, GRID reaches 95 % of the integral
-// optimum. Fat-tree k=4, switch capacities uniform in [100, 800] Gbps, up to 16 workers.
+// Issue 4's target (1): on instances small enough for CBC, GRID (as `inac plan` runs it: default
+// rounds) reaches 95 % of the integral optimum. Fat-tree k=4, INA on the edge switches or a random
+// 30 %, switch capacities uniform in [100, 800] Gbps, 6..15 workers plus a PS (up to all 16
+// hosts). CBC must prove optimality on most instances within its 5 s limit, so that the check is
+// against the optimum, not against an incumbent (at the time of writing: 15 of 20; the other five,
+// 11-15 workers, compare against CBC's best incumbent, a lower bound of the optimum).
 TEST(GridVersusOptimalTest, WithinFivePercentOnTwentySmallInstances) {
+  int proven = 0;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     SCOPED_TRACE(seed);
     auto kind = seed % 2 ? core::InaPlacement::Kind::kTor : core::InaPlacement::Kind::kRandom;
-    int workers = 6 + static_cast<int>(seed % 11);  // 6..16
-    PlanningInput in = RandomInstance(FatTree(4, seed, kind, 0.3), seed, 1, workers - 1, 1);
-    in.options.mip_time_limit_s = 5;  // bounded; the incumbent then bounds the optimum from below
+    int workers = 6 + static_cast<int>(seed % 10);  // 6..15
+    PlanningInput in = RandomInstance(FatTree(4, seed, kind, 0.3), seed, 1, workers, 1);
+    in.options.mip_time_limit_s = 5;
+    in.options.rounds = PlanningOptions().rounds;
     auto grid = PlanRouting("grid", in);
     auto optimal = PlanRouting("optimal", in);
     ASSERT_TRUE(grid.ok() && optimal.ok());
     double g = grid->plan.jobs[0].rate_gbps;
     double o = optimal->plan.jobs[0].rate_gbps;
-    EXPECT_GE(g, 0.95 * o) << "grid " << g << " optimal " << o;
+    const JobDiagnostics& d = optimal->diagnostics[0];
+    if (d.lp_status == "optimal") ++proven;
+    EXPECT_GE(g, 0.95 * o) << "grid " << g << " optimal " << o << " (" << d.lp_status << ")";
     EXPECT_LE(o, *optimal->plan.jobs[0].lp_bound_gbps * (1 + 1e-6));
+    EXPECT_EQ(CapacityViolationCount(optimal->evaluation, in), 0u);
   }
+  RecordProperty("proven_optimal", proven);
+  EXPECT_GE(proven, 12) << "CBC proved too few optima for the comparison to mean much";
 }
 
 }  // namespace
