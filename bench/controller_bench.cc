@@ -8,14 +8,14 @@
 //  - submit_to_programmed: time from POST /jobs to the job being `running`, which the controller
 //    sets only once every switch holding one of its entries applied the plan (p50/p99), with the
 //    three demo jobs in the background; each sample job is cancelled (and its entries removed)
-//    before the next;
+//    before the next, and each submission finds the loop idle;
 //  - restart_reconcile: with 1,000 active jobs programmed, the controller is stopped and a new
 //    one started on the same database (cold: the database is reopened); time from Start() until
 //    its first pass completed with every switch reconciled (read back, diffed, repaired), and the
 //    same when every switch also restarted empty (everything re-pushed).
 //
 // Usage: controller_bench [--submit N] [--clients C] [--samples S] [--restart-jobs J]
-//                         [--algorithm A]
+//                         [--algorithm A] [--log-level warn]
 #include <httplib.h>
 #include <unistd.h>
 
@@ -243,6 +243,7 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
     threads.emplace_back([&] {
       httplib::Client client("127.0.0.1", service.port());
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       client.set_read_timeout(std::chrono::seconds(60));
       std::vector<double> mine;
       while (true) {
@@ -289,15 +290,20 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
   if (!service.AwaitReconciled(120)) Die("demo jobs not programmed");
   httplib::Client client("127.0.0.1", service.port());
   client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
   std::mt19937_64 rng(11);
-  std::vector<double> latencies;
+  std::vector<double> latencies, posts;
   int timeouts = 0;
   for (int i = 0; i < samples; ++i) {
     JobSpec spec = RandomJob(fabric.topology(), rng, i);
+    // Each submission finds the loop idle (one right after a pass would also wait for the rest of
+    // the debounce window).
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.debounce_ms + 50));
     auto t0 = SteadyClock::now();
     auto res =
         client.Post("/api/v1/jobs", inac::core::JobSpecToJson(spec).dump(), "application/json");
     if (!res || res->status != 201) Die("submission failed");
+    posts.push_back(Ms(SteadyClock::now() - t0));
     int64_t id = Json::parse(res->body)["id"].get<int64_t>();
     std::string path = absl::StrCat("/api/v1/jobs/", id);
     bool running = false;
@@ -329,6 +335,7 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
                {"p50_ms", Percentile(latencies, 0.50)},
                {"p99_ms", Percentile(latencies, 0.99)},
                {"max_ms", Percentile(latencies, 1.0)},
+               {"post_p50_ms", Percentile(posts, 0.50)},
                {"debounce_ms", options.debounce_ms},
                {"poll_ms", 2}};
   std::cout << line.dump() << std::endl;
@@ -402,26 +409,31 @@ void RestartReconcile(Fabric& fabric, const ControllerOptions& options, int jobs
 
 int main(int argc, char** argv) {
   int submit = 300, clients = 8, samples = 100, restart_jobs = 1000;
+  std::string log_level = "warn";
   ControllerOptions options;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--submit")
-      submit = std::atoi(argv[i + 1]);
-    else if (flag == "--clients")
-      clients = std::atoi(argv[i + 1]);
-    else if (flag == "--samples")
-      samples = std::atoi(argv[i + 1]);
-    else if (flag == "--restart-jobs")
-      restart_jobs = std::atoi(argv[i + 1]);
-    else if (flag == "--algorithm")
-      options.algorithm = argv[i + 1];
-    else
+    std::string value = argv[i + 1];
+    if (flag == "--submit") {
+      submit = std::atoi(value.c_str());
+    } else if (flag == "--clients") {
+      clients = std::atoi(value.c_str());
+    } else if (flag == "--samples") {
+      samples = std::atoi(value.c_str());
+    } else if (flag == "--restart-jobs") {
+      restart_jobs = std::atoi(value.c_str());
+    } else if (flag == "--algorithm") {
+      options.algorithm = value;
+    } else if (flag == "--log-level") {
+      log_level = value;
+    } else {
       Die("unknown flag " + flag);
+    }
   }
   // Warnings and errors on stderr; stdout is the JSON lines only.
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "bench", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
-  spdlog::set_level(spdlog::level::warn);
+  spdlog::set_level(spdlog::level::from_str(log_level));
   Fabric fabric;
   if (submit > 0) RestSubmit(fabric, options, submit, clients);
   if (samples > 0) SubmitToProgrammed(fabric, options, samples);

@@ -35,6 +35,12 @@ struct Controller::SwitchSlot {
   // passes): a change wakes the loop.
   bool seen_connected = false;
   bool seen_primary = false;
+  // applied_version was confirmed by a reconciliation of this process (the stored value loaded at
+  // start is only what the switch held when last seen; jobs advance on confirmed versions only).
+  bool verified = false;
+  // The state last written to storage (or loaded from it): a visit that changes nothing but the
+  // contact time is not written again (each write is a durable transaction).
+  std::optional<core::SwitchState> persisted;
   int64_t applied_version = 0;
   int64_t intent_version = 0;
   int64_t entries = 0;
@@ -62,6 +68,8 @@ struct Controller::SwitchSlot {
 
 namespace {
 
+// A switch's stored contact time is refreshed at least this often even when nothing changed.
+constexpr int64_t kContactRefreshMs = 60000;
 std::string Hex(size_t v) { return absl::StrFormat("%016x", v); }
 
 core::Event MakeEvent(int64_t now, std::string kind, std::optional<core::JobId> job,
@@ -142,14 +150,19 @@ void Controller::Stop() {
   pass_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
   std::map<std::string, std::shared_ptr<SwitchSlot>> slots;
+  uint64_t election;
   {
     std::lock_guard<std::mutex> lock(mu_);
     slots.swap(slots_);
+    election = election_id_;
   }
+  std::vector<SwitchStateWrite> flush;
   for (auto& [id, slot] : slots) {
     std::lock_guard<std::mutex> lock(slot->mu);
     if (slot->client) slot->client->Disconnect();
+    if (auto write = StateWrite(slot, election, {}, true)) flush.push_back(std::move(*write));
   }
+  PersistSwitchStates(std::move(flush));
   event_cv_.notify_all();
 }
 
@@ -197,6 +210,7 @@ bool Controller::WatchSwitches() {
 
 void Controller::LoopMain() {
   constexpr auto kWatchPeriod = std::chrono::milliseconds(100);
+  auto last_pass_end = std::chrono::steady_clock::now() - std::chrono::hours(1);  // quiet
   while (true) {
     {
       // Sleep until a wake-up or the timer; every kWatchPeriod look at the switches' sessions
@@ -217,10 +231,14 @@ void Controller::LoopMain() {
       if (stopping_) break;
       // Timer expiry and wake-ups both run a pass; debounce bursts of wake-ups.
     }
-    if (options_.debounce_ms > 0) {
+    // Debounce: a wake-up within `debounce_ms` of the end of the previous pass waits for the
+    // rest of that window, so a burst of wake-ups shares one pass (those arriving during a pass
+    // are served by the next one). A wake-up after a quiet period starts a pass at once.
+    auto since_last = std::chrono::steady_clock::now() - last_pass_end;
+    auto window = std::chrono::milliseconds(options_.debounce_ms);
+    if (options_.debounce_ms > 0 && since_last < window) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_cv_.wait_for(lock, std::chrono::milliseconds(options_.debounce_ms),
-                        [this] { return stopping_; });
+      wake_cv_.wait_for(lock, window - since_last, [this] { return stopping_; });
       if (stopping_) break;
     }
     int64_t pass_id;
@@ -236,6 +254,7 @@ void Controller::LoopMain() {
       metrics_.loop_passes++;
       metrics_.last_pass_ms = clock_();
     }
+    last_pass_end = std::chrono::steady_clock::now();
     pass_cv_.notify_all();
   }
   pass_cv_.notify_all();
@@ -444,6 +463,7 @@ void Controller::SyncSwitchSlots(const core::Topology& topology) {
     if (stored.ok() && stored->has_value()) {
       slot->applied_version = (*stored)->applied_version;
       slot->last_contact_ms = (*stored)->last_contact_ms;
+      slot->persisted = **stored;
     }
     slot->Publish();
     std::lock_guard<std::mutex> lock(mu_);
@@ -451,8 +471,9 @@ void Controller::SyncSwitchSlots(const core::Topology& topology) {
   }
 }
 
-void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_version,
-                              const std::vector<core::SwitchIntent>& intents) {
+std::vector<Controller::SwitchStateWrite> Controller::ReconcileAll(
+    const core::Snapshot& snapshot, int64_t plan_version,
+    const std::vector<core::SwitchIntent>& intents) {
   (void)snapshot;
   std::map<std::string, const core::SwitchIntent*> by_switch;
   for (const auto& intent : intents) by_switch[intent.switch_id] = &intent;
@@ -466,6 +487,8 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
   std::atomic<size_t> next{0};
   std::atomic<int64_t> writes{0}, errors{0}, runs{0};
   std::atomic<int64_t> micros{0};
+  std::mutex writes_mu;
+  std::vector<SwitchStateWrite> state_writes;
   auto worker = [&] {
     while (true) {
       size_t i = next++;
@@ -489,6 +512,7 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
       int64_t now = clock_();
       std::string error;
       bool applied = false;
+      std::vector<core::Event> events;  // written with the switch's state
       absl::Status connected = slot.client->Connect();
       if (!connected.ok() || !slot.client->IsConnected()) {
         error = connected.ok() ? "not connected" : std::string(connected.message());
@@ -498,9 +522,10 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
         if (!slot.was_connected) {
           slot.was_connected = true;
           slot.needs_pipeline = true;
-          Log("switch_connected", std::nullopt,
-              absl::StrCat("switch ", slot.sw.id, " connected (",
-                           slot.client->IsPrimary() ? "primary" : "backup", ")"));
+          events.push_back(
+              MakeEvent(now, "switch_connected", std::nullopt,
+                        absl::StrCat("switch ", slot.sw.id, " connected (",
+                                     slot.client->IsPrimary() ? "primary" : "backup", ")")));
         }
         slot.last_contact_ms = now;
         if (!slot.client->IsPrimary()) {
@@ -518,8 +543,8 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
             if (*pushed) {
               slot.pipeline_pushes++;
               spdlog::info("event=pipeline_pushed switch={}", slot.sw.id);
-              Log("pipeline_pushed", std::nullopt,
-                  absl::StrCat("pushed the INA pipeline to ", slot.sw.id));
+              events.push_back(MakeEvent(now, "pipeline_pushed", std::nullopt,
+                                         absl::StrCat("pushed the INA pipeline to ", slot.sw.id)));
             }
             return true;
           };
@@ -564,23 +589,21 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
       if (!error.empty() && error != slot.last_error) {
         errors++;
         spdlog::warn("event=switch_error switch={} error=\"{}\"", slot.sw.id, error);
-        Log("switch_error", std::nullopt, absl::StrCat(slot.sw.id, ": ", error));
+        events.push_back(
+            MakeEvent(now, "switch_error", std::nullopt, absl::StrCat(slot.sw.id, ": ", error)));
       }
       slot.last_error = error;
-      if (applied) slot.applied_version = plan_version;
+      if (applied) {
+        slot.applied_version = plan_version;
+        slot.verified = true;
+      }
       slot.seen_connected = slot.client->IsConnected();
       slot.seen_primary = slot.client->IsPrimary();
       slot.Publish();
-      core::SwitchState state;
-      state.switch_id = slot.sw.id;
-      state.applied_version = slot.applied_version;
-      state.last_error = error;
-      state.last_contact_ms = slot.last_contact_ms;
-      state.election_id = election;
-      auto s = storage_->switch_states().Put(state);
-      if (!s.ok())
-        spdlog::warn("event=switch_state_save_failed switch={} error=\"{}\"", slot.sw.id,
-                     s.ToString());
+      if (auto write = StateWrite(work[i], election, std::move(events), false)) {
+        std::lock_guard<std::mutex> l(writes_mu);
+        state_writes.push_back(std::move(*write));
+      }
     }
   };
   int threads = std::max(1, std::min<int>(options_.reconcile_parallelism, work.size()));
@@ -596,6 +619,45 @@ void Controller::ReconcileAll(const core::Snapshot& snapshot, int64_t plan_versi
     metrics_.reconcile_ms_sum += micros / 1000.0;
     metrics_.last_reconcile_ms = micros / 1000.0 / runs;
   }
+  return state_writes;
+}
+
+std::optional<Controller::SwitchStateWrite> Controller::StateWrite(
+    const std::shared_ptr<SwitchSlot>& slot, uint64_t election, std::vector<core::Event> events,
+    bool flush) {
+  core::SwitchState state;
+  state.switch_id = slot->sw.id;
+  state.applied_version = slot->applied_version;
+  state.last_error = slot->last_error;
+  state.last_contact_ms = slot->last_contact_ms;
+  state.election_id = election;
+  const auto& old = slot->persisted;
+  // Written at once: a first record, an error or election change, events to log.
+  bool now = !old || old->last_error != state.last_error || old->election_id != state.election_id ||
+             !events.empty();
+  // A new applied version alone (every switch, on every new plan) is written at most once per
+  // timer period, by the first pass after it (or at Stop): the record is informational (jobs
+  // advance on versions confirmed in memory; a restart reads the switches back), and one durable
+  // transaction per switch per pass would compete with job submissions for the writer.
+  int64_t age = old ? state.last_contact_ms - old->last_contact_ms : 0;
+  bool dirty = old && old->applied_version != state.applied_version;
+  bool later = dirty && (flush || age >= options_.timer_ms);
+  if (!now && !later && age <= kContactRefreshMs) return std::nullopt;
+  return SwitchStateWrite{slot, std::move(state), std::move(events)};
+}
+
+void Controller::PersistSwitchStates(std::vector<SwitchStateWrite> writes) {
+  for (SwitchStateWrite& w : writes) {
+    auto s = storage_->switch_states().Put(w.state, w.events);
+    if (!s.ok()) {
+      spdlog::warn("event=switch_state_save_failed switch={} error=\"{}\"", w.state.switch_id,
+                   s.ToString());
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(w.slot->mu);
+    w.slot->persisted = std::move(w.state);
+  }
+  if (!writes.empty()) event_cv_.notify_all();
 }
 
 void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::SwitchIntent>& intents) {
@@ -603,12 +665,15 @@ void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::Switc
   if (!active.ok() || active->jobs.empty()) return;
   std::map<std::string, int64_t> applied;
   std::map<std::string, bool> managed;
+  std::map<std::string, std::shared_ptr<SwitchSlot>> slots;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, slot] : slots_) {
-      applied[id] = slot->applied_version;
-      managed[id] = true;
-    }
+    slots = slots_;
+  }
+  for (auto& [id, slot] : slots) {
+    std::lock_guard<std::mutex> slot_lock(slot->mu);
+    applied[id] = slot->verified ? slot->applied_version : 0;
+    managed[id] = true;
   }
   std::map<core::JobId, bool> ready;
   for (const core::Job& job : active->jobs) ready[job.id] = true;
@@ -638,6 +703,11 @@ void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::Switc
 }
 
 void Controller::Pass() {
+  using Steady = std::chrono::steady_clock;
+  auto ms = [](Steady::time_point a, Steady::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  auto t0 = Steady::now();
   auto snapshot = storage_->ReadSnapshot();
   if (!snapshot.ok()) {
     spdlog::error("event=snapshot_failed error=\"{}\"", snapshot.status().ToString());
@@ -645,6 +715,7 @@ void Controller::Pass() {
   }
   if (!snapshot->topology) return;  // nothing to control yet
   SyncSwitchSlots(snapshot->topology->topology);
+  auto t1 = Steady::now();
   int64_t plan_version = 0;
   auto replanned = MaybeReplan(*snapshot, &plan_version);
   if (!replanned.ok() && plan_version == 0) {
@@ -663,9 +734,22 @@ void Controller::Pass() {
     }
     intents = std::move(*loaded);
   }
-  ReconcileAll(*snapshot, plan_version, intents);
+  auto t2 = Steady::now();
+  auto state_writes = ReconcileAll(*snapshot, plan_version, intents);
+  auto t3 = Steady::now();
+  // Jobs first: a job's switches are confirmed in memory; the per-switch records (one durable
+  // transaction each) are informational and follow.
   AdvanceJobs(plan_version, intents);
+  auto t4 = Steady::now();
+  size_t states = state_writes.size();
+  PersistSwitchStates(std::move(state_writes));
   storage_->events().Trim(options_.keep_events).IgnoreError();
+  auto t5 = Steady::now();
+  spdlog::debug(
+      "event=pass plan_version={} replanned={} snapshot_ms={:.1f} plan_ms={:.1f} "
+      "reconcile_ms={:.1f} advance_ms={:.1f} persist_ms={:.1f} switch_states_written={}",
+      plan_version, replanned.ok() && *replanned, ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4),
+      ms(t4, t5), states);
 }
 
 absl::Status Controller::Sync(int timeout_ms) {

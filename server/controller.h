@@ -57,7 +57,7 @@ struct ControllerOptions {
   uint64_t seed = 1;
   int rounds = 8;        // randomised rounding repetitions (GRID/InArt)
   int paths = 4;         // candidate paths per pair
-  int debounce_ms = 50;  // wake-ups within this window share one pass
+  int debounce_ms = 50;  // wake-ups within this window after a pass share the next pass
   int timer_ms = 2000;   // periodic pass: retries failed switches, reconnects
   int reconcile_parallelism = 8;
   // Election id: 0 = one more than the highest id stored for any switch (a restarted controller
@@ -204,8 +204,22 @@ class Controller {
   void Pass();
   absl::StatusOr<bool> MaybeReplan(const core::Snapshot& snapshot, int64_t* plan_version);
   void SyncSwitchSlots(const core::Topology& topology);
-  void ReconcileAll(const core::Snapshot& snapshot, int64_t plan_version,
-                    const std::vector<core::SwitchIntent>& intents);
+  // A switch's state (and the events of its visit) to be written after the visit.
+  struct SwitchStateWrite {
+    std::shared_ptr<SwitchSlot> slot;
+    core::SwitchState state;
+    std::vector<core::Event> events;
+  };
+  // Visits every managed switch (in parallel) and returns the states that changed.
+  std::vector<SwitchStateWrite> ReconcileAll(const core::Snapshot& snapshot, int64_t plan_version,
+                                             const std::vector<core::SwitchIntent>& intents);
+  // The record to write for `slot` after a visit (nullopt: nothing worth a transaction).
+  // `flush`: write a changed applied version now. Caller holds slot->mu.
+  std::optional<SwitchStateWrite> StateWrite(const std::shared_ptr<SwitchSlot>& slot,
+                                             uint64_t election, std::vector<core::Event> events,
+                                             bool flush);
+  // Writes each record (with its events) in its own transaction. Takes each slot's mu.
+  void PersistSwitchStates(std::vector<SwitchStateWrite> writes);
   void AdvanceJobs(int64_t plan_version, const std::vector<core::SwitchIntent>& intents);
   absl::StatusOr<core::Plan> ComputePlan(const core::Topology& topology,
                                          const std::vector<core::Job>& jobs,

@@ -439,11 +439,16 @@ std::optional<ControllerView> FetchView(Rest& rest) {
 }
 
 absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
-                                              absl::Duration timeout) {
+                                              absl::Duration timeout, int jobs) {
   auto deadline = absl::Now() + timeout;
   std::string last = "no plan yet";
   while (absl::Now() < deadline) {
     auto view = FetchView(rest);
+    if (view && jobs >= 0 && view->plan.jobs.size() != static_cast<size_t>(jobs)) {
+      last = absl::StrCat("plan ", view->plan.version, " holds ", view->plan.jobs.size(),
+                          " jobs, waiting for ", jobs);
+      view.reset();
+    }
     if (view) {
       Response switches = rest.Get("/switches");
       bool in_sync = switches.status == 200;

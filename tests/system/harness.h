@@ -199,12 +199,12 @@ struct ControllerView {
 };
 std::optional<ControllerView> FetchView(Rest& rest);
 
-// Polls until the controller's current plan (GET /plan) is fully programmed: every managed
-// switch reports applied_version == the plan's version with no error, and every emulator read
-// back equals DeriveSwitchIntents(topology, plan). Returns the view it converged on, or
-// DeadlineExceeded with the last difference.
+// Polls until the controller's current plan (GET /plan) holds `jobs` jobs (any number when
+// negative) and is fully programmed: every managed switch reports applied_version == the plan's
+// version with no error, and every emulator read back equals DeriveSwitchIntents(topology, plan).
+// Returns the view it converged on, or DeadlineExceeded with the last difference.
 absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
-                                              absl::Duration timeout);
+                                              absl::Duration timeout, int jobs = -1);
 
 // A job spec for the leaf-spine fabric: `workers` and `ps` are host ids.
 Json JobBody(const std::string& name, const std::vector<std::string>& workers,
