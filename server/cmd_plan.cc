@@ -56,8 +56,21 @@ int Run(const PlanArgs& a) {
 
   scheduler::PlanningInput input;
   input.topology = *std::move(topology);
+  // Job ids are positions in the jobs file (1-based). Ring all-reduce jobs are not routed by
+  // these algorithms (they have no PS); they are listed under "not_planned".
+  core::Json not_planned = core::Json::array();
   for (size_t i = 0; i < specs->size(); ++i) {
-    input.jobs.push_back(scheduler::JobInput{static_cast<core::JobId>(i + 1), (*specs)[i]});
+    const core::JobSpec& spec = (*specs)[i];
+    const auto id = static_cast<core::JobId>(i + 1);
+    if (spec.allreduce == core::AllReduce::kRing || spec.parameter_servers.empty()) {
+      not_planned.push_back({{"job_id", id},
+                             {"name", spec.name},
+                             {"reason",
+                              "ring all-reduce: the routing algorithms of inac plan "
+                              "route parameter-server jobs only"}});
+      continue;
+    }
+    input.jobs.push_back(scheduler::JobInput{id, spec});
   }
   input.seed = a.seed;
   input.options.rounds = a.rounds;
@@ -103,6 +116,7 @@ int Run(const PlanArgs& a) {
     }
     job["planner"] = planner;
   }
+  if (!not_planned.empty()) out["not_planned"] = not_planned;
   std::cout << out.dump(a.compact ? -1 : 2) << "\n";
   return kExitOk;
 }

@@ -8,7 +8,10 @@
 namespace inac::server {
 
 // Registers `inac plan --topology T --jobs J --algorithm A [--seed N] [--rounds R] [--paths K]`.
-// Exit codes: 0 plan printed, 2 bad files/options (every problem on stderr), 1 solver failure.
+// Ring all-reduce jobs of the jobs file are not routed (listed under "not_planned"). Output:
+// core::PlanToJson plus, per job, name, down_gbps, bottleneck, rate_over_lp_bound and planner
+// diagnostics (docs/routing.md). Exit codes: 0 plan printed, 2 bad files/options (every problem
+// on stderr), 1 solver failure.
 void AddPlanCommand(CLI::App& app);
 
 }  // namespace inac::server

@@ -136,8 +136,9 @@ void PrintText(const SimArgs& a, const scheduler::SimResult& r) {
 }
 
 void Run(SimArgs a) {
+  // Every problem of the files and options is reported before exiting (exit 2).
   std::optional<core::Topology> topology = LoadTopologyFile(a.topology);
-  if (!topology) throw CLI::RuntimeError(kExitBadInput);
+  bool bad = !topology;
 
   std::vector<std::string> problems;
   std::optional<MemoryPolicy> policy = scheduler::ParseMemoryPolicy(a.policy);
@@ -151,6 +152,10 @@ void Run(SimArgs a) {
     problems.push_back("give exactly one of --trace FILE and --generate ARRIVALS");
   }
   if (!a.generate.empty() && a.jobs < 1) problems.push_back("--generate needs --jobs N (N >= 1)");
+  if (!a.generate.empty()) {
+    auto arrivals = scheduler::ParseArrivalProcess(a.generate);
+    if (!arrivals.ok()) problems.push_back(std::string(arrivals.status().message()));
+  }
   if (!(a.milestone > 0 && a.milestone <= 1)) problems.push_back("--milestone must be in (0, 1]");
   std::vector<int> worker_counts;
   for (absl::string_view part : absl::StrSplit(a.workers, ',', absl::SkipEmpty())) {
@@ -161,10 +166,8 @@ void Run(SimArgs a) {
     }
     worker_counts.push_back(w);
   }
-  if (!problems.empty()) {
-    for (const std::string& p : problems) std::cerr << "inac sim: " << p << "\n";
-    throw CLI::RuntimeError(kExitBadInput);
-  }
+  for (const std::string& p : problems) std::cerr << "inac sim: " << p << "\n";
+  bad = bad || !problems.empty();
 
   std::vector<scheduler::TraceJob> trace;
   if (!a.trace.empty()) {
@@ -172,12 +175,35 @@ void Run(SimArgs a) {
     if (!text.ok()) Fail(kExitBadInput, std::string(text.status().message()));
     std::vector<core::Problem> trace_problems;
     auto parsed = scheduler::ParseTrace(*text, &trace_problems);
-    if (!parsed) {
-      PrintProblems(a.trace, trace_problems);
-      throw CLI::RuntimeError(kExitBadInput);
+    if (parsed && topology) {
+      // Hosts named by the trace must be hosts of the topology.
+      for (size_t i = 0; i < parsed->size(); ++i) {
+        const scheduler::TraceJob& job = (*parsed)[i];
+        for (const auto& [field, list] : {std::pair{"hosts", &job.hosts},
+                                          std::pair{"parameter_servers", &job.parameter_servers}}) {
+          for (size_t k = 0; k < list->size(); ++k) {
+            int v = -1;
+            for (size_t h = 0; h < topology->hosts.size() && v < 0; ++h) {
+              if (topology->hosts[h].id == (*list)[k]) v = static_cast<int>(h);
+            }
+            if (v < 0) {
+              trace_problems.push_back(
+                  {absl::StrFormat("jobs[%d].%s[%d]", i, field, k),
+                   absl::StrFormat("unknown host \"%s\" (not in the topology)", (*list)[k])});
+            }
+          }
+        }
+      }
     }
-    trace = *std::move(parsed);
+    if (!trace_problems.empty()) {
+      PrintProblems(a.trace, trace_problems);
+      bad = true;
+    } else if (parsed) {
+      trace = *std::move(parsed);
+    }
+    if (bad) throw CLI::RuntimeError(kExitBadInput);
   } else {
+    if (bad) throw CLI::RuntimeError(kExitBadInput);
     auto arrivals = scheduler::ParseArrivalProcess(a.generate);
     if (!arrivals.ok()) Fail(kExitBadInput, std::string(arrivals.status().message()));
     auto generated = scheduler::GenerateTrace({.arrivals = *arrivals,

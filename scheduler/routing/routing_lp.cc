@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "scheduler/routing/routing_algorithm.h"
 
@@ -267,8 +268,9 @@ RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual
   return lp;
 }
 
-absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp, const std::vector<JobCandidates>& jobs,
-                                         bool free_shares, double time_limit_s) {
+absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
+                                         const std::vector<JobCandidates>& jobs, bool free_shares,
+                                         double time_limit_s) {
   auto solved = lp::SolveLpThenMinimize(lp.program, lp.load_cost, 1e-7, time_limit_s);
   if (!solved.ok()) return solved.status();
   LpOutcome out;
@@ -334,6 +336,25 @@ Choice RoundChoice(const JobCandidates& c, const RoutingLp::JobColumns& cols,
 
 namespace {
 
+// Load change per resource of one move: a few paths' worth of entries, so a flat vector with a
+// linear lookup (no allocation up to its inline size) instead of a tree. Iteration is in
+// insertion order; every use is order-independent (sums per resource, maxima).
+class Delta {
+ public:
+  double& operator[](int r) {
+    for (auto& e : entries_) {
+      if (e.first == r) return e.second;
+    }
+    entries_.emplace_back(r, 0.0);
+    return entries_.back().second;
+  }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  absl::InlinedVector<std::pair<int, double>, 32> entries_;
+};
+
 // Incremental state of one job's integral routing for the local search.
 class Searcher {
  public:
@@ -395,8 +416,6 @@ class Searcher {
   }
 
  private:
-  using Delta = std::map<int, double>;
-
   double MaxRatio(int* count_at_max) const {
     double top = 0;
     for (int r : touched_) top = std::max(top, Ratio(r, unit_[r]));
