@@ -476,5 +476,44 @@ TEST_F(SystemTest, BackupControllerTakesOverWhenThePrimaryDies) {
               seconds);
 }
 
+// Restart without changes (issue 7, "Restart"): the controller is killed, one switch restarts
+// empty while it is down, and a new controller on the same database keeps the stored plan (no
+// re-plan), wins arbitration with a higher election id, pushes the pipeline to the restarted switch
+// and repairs only that switch.
+TEST_F(SystemTest, RestartedControllerKeepsThePlanAndRepairsOnlyWhatDrifted) {
+  const std::string db = dir_ + "/inac.db";
+  ControllerProcess first;
+  ASSERT_NO_FATAL_FAILURE(StartController(first, "controller-1", db, TestConfig()));
+  Rest rest1(first.host_port());
+  ASSERT_NO_FATAL_FAILURE(SubmitMix(rest1, 10));
+  auto view = AwaitConverged(rest1, reader_, absl::Seconds(60), 10);
+  ASSERT_TRUE(view.ok()) << view.status() << "\n" << Logs(first);
+  uint64_t old_election = rest1.Get("/switches").body["switches"][0]["election_id"].get<uint64_t>();
+  first.Kill9();
+
+  auto intents = IntentsBySwitch(view->topology, view->plan);
+  std::string drifted;
+  for (const auto& [id, intent] : intents) {
+    if (drifted.empty() || EntryCount(intent) > EntryCount(intents[drifted])) drifted = id;
+  }
+  ASSERT_TRUE(fabric_.KillAndRestart(drifted).ok());
+
+  ControllerProcess second;
+  ASSERT_NO_FATAL_FAILURE(StartController(second, "controller-2", db, TestConfig(), false));
+  Rest rest2(second.host_port());
+  auto after = AwaitConverged(rest2, reader_, absl::Seconds(60), 10);
+  ASSERT_TRUE(after.ok()) << after.status() << "\n" << Logs(second);
+  // A re-plan always saves a new version.
+  EXPECT_EQ(after->plan.version, view->plan.version) << "restart re-planned";
+  // Only the drifted switch was written to: its whole intent, nothing anywhere else.
+  EXPECT_EQ(Metric(rest2, "inac_southbound_writes_total"), EntryCount(intents[drifted]));
+  Response switches = rest2.Get("/switches");
+  for (const Json& sw : switches.body["switches"]) {
+    EXPECT_GT(sw["election_id"].get<uint64_t>(), old_election) << sw;
+    EXPECT_TRUE(sw["primary"].get<bool>()) << sw;
+    EXPECT_EQ(sw["pipeline_pushes"].get<int64_t>(), sw["id"] == drifted ? 1 : 0) << sw;
+  }
+}
+
 }  // namespace
 }  // namespace inac::systest
