@@ -234,17 +234,25 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
   std::vector<JobSpec> specs;
   std::mt19937_64 rng(7);
   for (int i = 0; i < jobs; ++i) specs.push_back(RandomJob(fabric.topology(), rng, i));
-  std::atomic<int> next{0}, failures{0};
+  std::atomic<int> next{0}, failures{0}, connected{0};
+  std::atomic<bool> go{false};
   std::mutex mu;
   std::vector<double> latencies;
-  auto start = SteadyClock::now();
+  SteadyClock::time_point start;
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, c] {
       httplib::Client client("127.0.0.1", service.port());
       client.set_keep_alive(true);
       client.set_tcp_nodelay(true);
       client.set_read_timeout(std::chrono::seconds(60));
+      // Connections are opened before the clock starts, one client at a time: cpp-httplib (as
+      // Debian builds it) listens with a backlog of 5, and a burst of simultaneous connects can
+      // lose a SYN (1 s retransmission); that is connection setup, not submission cost.
+      while (connected.load() != c) std::this_thread::yield();
+      client.Get("/api/v1/healthz");
+      connected++;
+      while (!go.load()) std::this_thread::yield();
       std::vector<double> mine;
       while (true) {
         int i = next++;
@@ -260,6 +268,9 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
       latencies.insert(latencies.end(), mine.begin(), mine.end());
     });
   }
+  while (connected.load() < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  start = SteadyClock::now();
+  go = true;
   for (auto& t : threads) t.join();
   double seconds = Ms(SteadyClock::now() - start) / 1000;
   auto metrics = service.controller().Metrics();
