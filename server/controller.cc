@@ -338,6 +338,25 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
   std::string fingerprint = Fingerprint(snapshot);
   if (snapshot.plan && snapshot.plan->plan.fingerprint == fingerprint) {
     *plan_version = snapshot.plan->plan.version;
+    // Saving a plan and marking its jobs scheduled are two transactions: after a crash between
+    // them the plan is current but its jobs are still pending. Finish the second step (a pending
+    // job is otherwise never in a current plan: unplaceable jobs are left out of it).
+    std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
+    std::vector<core::Event> events;
+    int64_t now = clock_();
+    for (const core::Job& job : snapshot.jobs) {
+      if (job.state != core::JobState::kPending || !snapshot.plan->plan.FindJob(job.id)) continue;
+      core::JobUpdate u;
+      u.state = core::JobState::kScheduled;
+      updates.push_back({job.id, u});
+      events.push_back(MakeEvent(now, "job_scheduled", job.id,
+                                 absl::StrCat("scheduled in plan ", *plan_version)));
+    }
+    if (!updates.empty()) {
+      auto s = storage_->jobs().UpdateMany(updates, now, events);
+      if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
+      event_cv_.notify_all();
+    }
     return false;
   }
   const core::Topology& topology = snapshot.topology->topology;

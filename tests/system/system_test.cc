@@ -479,7 +479,8 @@ TEST_F(SystemTest, BackupControllerTakesOverWhenThePrimaryDies) {
 // Restart without changes (issue 7, "Restart"): the controller is killed, one switch restarts
 // empty while it is down, and a new controller on the same database keeps the stored plan (no
 // re-plan), wins arbitration with a higher election id, pushes the pipeline to the restarted switch
-// and repairs only that switch.
+// and repairs only that switch. A job left pending by a crash between the plan's save and the
+// jobs' update is scheduled and run on the kept plan.
 TEST_F(SystemTest, RestartedControllerKeepsThePlanAndRepairsOnlyWhatDrifted) {
   const std::string db = dir_ + "/inac.db";
   ControllerProcess first;
@@ -490,6 +491,16 @@ TEST_F(SystemTest, RestartedControllerKeepsThePlanAndRepairsOnlyWhatDrifted) {
   ASSERT_TRUE(view.ok()) << view.status() << "\n" << Logs(first);
   uint64_t old_election = rest1.Get("/switches").body["switches"][0]["election_id"].get<uint64_t>();
   first.Kill9();
+  // The crash window between saving a plan and marking its jobs scheduled: one job of the current
+  // plan is put back to pending (a legal transition) while no controller runs.
+  const int64_t reverted = view->plan.jobs.front().job_id;
+  {
+    auto storage = storage::SqliteStorage::Open(db);
+    ASSERT_TRUE(storage.ok()) << storage.status();
+    core::JobUpdate u;
+    u.state = core::JobState::kPending;
+    ASSERT_TRUE((*storage)->jobs().Update(reverted, u, 1).ok());
+  }
 
   auto intents = IntentsBySwitch(view->topology, view->plan);
   std::string drifted;
@@ -513,6 +524,15 @@ TEST_F(SystemTest, RestartedControllerKeepsThePlanAndRepairsOnlyWhatDrifted) {
     EXPECT_TRUE(sw["primary"].get<bool>()) << sw;
     EXPECT_EQ(sw["pipeline_pushes"].get<int64_t>(), sw["id"] == drifted ? 1 : 0) << sw;
   }
+  // The reverted job is scheduled again and, its switches confirmed, running.
+  std::string state;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    state = rest2.Get(absl::StrCat("/jobs/", reverted)).body["state"].get<std::string>();
+    if (state == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(state, "running") << "job " << reverted;
 }
 
 }  // namespace
