@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -226,8 +227,18 @@ void PutTopology(Service& service, const inac::core::Topology& topology) {
   }
 }
 
+// Removes the temporary directory of `db` when the scenario ends.
+struct TempDbCleanup {
+  std::string db;
+  ~TempDbCleanup() {
+    std::error_code ignored;
+    std::filesystem::remove_all(std::filesystem::path(db).parent_path(), ignored);
+  }
+};
+
 void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int clients) {
-  Service service(TempDb("submit"), options);
+  TempDbCleanup cleanup{TempDb("submit")};
+  Service service(cleanup.db, options);
   PutTopology(service, fabric.topology());
   service.StartController();
   service.StartApi();
@@ -291,7 +302,8 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
 
 void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int samples) {
   fabric.RestartEmpty();
-  Service service(TempDb("latency"), options);
+  TempDbCleanup cleanup{TempDb("latency")};
+  Service service(cleanup.db, options);
   PutTopology(service, fabric.topology());
   service.StartController();
   service.StartApi();
@@ -354,7 +366,8 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
 
 void RestartReconcile(Fabric& fabric, const ControllerOptions& options, int jobs) {
   fabric.RestartEmpty();
-  std::string db = TempDb("restart");
+  TempDbCleanup cleanup{TempDb("restart")};
+  const std::string& db = cleanup.db;
   {
     // Bulk load (not the measured part): synchronous=NORMAL.
     inac::storage::SqliteOptions bulk;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -50,6 +51,17 @@ class SystemTest : public ::testing::Test {
     ASSERT_FALSE(dir_.empty());
     topology_ = LeafSpine(4, 2, 4);
     ASSERT_TRUE(fabric_.Start(&topology_, dir_).ok());
+  }
+
+  // Logs and databases stay for a failed test (its directory is named in the output).
+  void TearDown() override {
+    if (dir_.empty()) return;
+    if (HasFailure()) {
+      std::printf("[ info ] logs and databases kept in %s\n", dir_.c_str());
+    } else {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+    }
   }
 
   // Starts controller `name` on `db` and loads the fabric's topology into it.
