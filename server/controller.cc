@@ -810,6 +810,12 @@ absl::StatusOr<core::CreateJobResult> Controller::SubmitJob(
 absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) {
   auto job = storage_->jobs().Get(id);
   if (!job.ok()) return job.status();
+  // The store treats cancelled -> cancelled as a no-op; the contract is FailedPrecondition for
+  // every terminal job (and no second job_cancelled event).
+  if (core::IsTerminal(job->state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is already ", std::string(core::JobStateName(job->state))));
+  }
   core::JobUpdate u;
   u.state = core::JobState::kCancelled;
   int64_t now = clock_();
