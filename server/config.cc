@@ -1,5 +1,8 @@
 #include "server/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
@@ -66,22 +69,31 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
         std::string role;
         for (auto f = t.begin(); f != t.end(); ++f) {
           std::string fp = absl::StrCat(p, ".", f.key());
-          if (f.key() == "name") str(f.value(), fp, &token.name);
-          else if (f.key() == "token") str(f.value(), fp, &token.token);
-          else if (f.key() == "role") str(f.value(), fp, &role);
-          else if (f.key() == "tenant") str(f.value(), fp, &token.tenant);
-          else problems->push_back({fp, "unknown field"});
+          if (f.key() == "name")
+            str(f.value(), fp, &token.name);
+          else if (f.key() == "token")
+            str(f.value(), fp, &token.token);
+          else if (f.key() == "role")
+            str(f.value(), fp, &role);
+          else if (f.key() == "tenant")
+            str(f.value(), fp, &token.tenant);
+          else
+            problems->push_back({fp, "unknown field"});
         }
         auto r = ParseRole(role);
         if (!r) {
-          problems->push_back({p + ".role", absl::StrCat("must be admin, operator, viewer or worker, got \"", role, "\"")});
+          problems->push_back(
+              {p + ".role",
+               absl::StrCat("must be admin, operator, viewer or worker, got \"", role, "\"")});
         } else {
           token.role = *r;
         }
-        if (token.token.size() < 16) problems->push_back({p + ".token", "must be at least 16 characters"});
+        if (token.token.size() < 16)
+          problems->push_back({p + ".token", "must be at least 16 characters"});
         if (token.name.empty()) token.name = absl::StrCat("token", i);
         if (token.role == Role::kWorker && token.tenant.empty()) {
-          problems->push_back({p + ".tenant", "a worker token needs the tenant whose jobs it serves"});
+          problems->push_back(
+              {p + ".tenant", "a worker token needs the tenant whose jobs it serves"});
         }
         for (const ApiToken& other : config.tokens) {
           if (other.token == token.token) problems->push_back({p + ".token", "duplicate token"});
@@ -92,13 +104,23 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       problems->push_back({k, "unknown field"});
     }
   }
-  std::string host;
-  int port = 0;
-  if (auto s = SplitHostPort(config.listen, &host, &port); !s.ok()) {
+  if (auto s = CheckListenAllowed(config); !s.ok()) {
     problems->push_back({"listen", std::string(s.message())});
   }
   if (problems->size() != before) return std::nullopt;
   return config;
+}
+
+absl::Status CheckListenAllowed(const ServeConfig& config) {
+  std::string host;
+  int port = 0;
+  if (auto s = SplitHostPort(config.listen, &host, &port); !s.ok()) return s;
+  if (config.tokens.empty() && !IsLoopbackHost(host)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing to listen on ", host,
+                     " without API tokens; configure tokens or listen on a loopback address"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SplitHostPort(const std::string& listen, std::string* host, int* port) {
@@ -117,7 +139,19 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host, int* po
 }
 
 bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (host == "localhost") return true;
+  // Address literals only: "127.evil.example" is a name, not 127.0.0.0/8.
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    // ::ffff:127.x.y.z
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
 }
 
 }  // namespace inac::server

@@ -32,13 +32,19 @@ struct ServeConfig {
 };
 
 // Parses a configuration file's text over the defaults in `config`. nullopt on any problem (all
-// appended to `problems`).
+// appended to `problems`), including a `listen` that CheckListenAllowed refuses.
 std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig config,
                                             std::vector<core::Problem>* problems);
 
+// The rule for serving without authentication: with no API token configured every request is
+// allowed, so `config.listen` must be a loopback address. FailedPrecondition otherwise,
+// InvalidArgument for a malformed `listen`. (HttpApi::Bind enforces the same rule.)
+absl::Status CheckListenAllowed(const ServeConfig& config);
+
 // Splits "host:port"; InvalidArgument for a malformed value or a port outside 0..65535.
 absl::Status SplitHostPort(const std::string& listen, std::string* host, int* port);
-// True for 127.0.0.0/8, ::1 and "localhost".
+// True for the address literals 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104, and for "localhost";
+// false for any other name (even "127.example").
 bool IsLoopbackHost(const std::string& host);
 
 }  // namespace inac::server

@@ -3,12 +3,15 @@
 #include <httplib.h>
 
 #include <cmath>
+#include <regex>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/json.h"
+#include "server/config.h"
 #include "spdlog/spdlog.h"
 
 namespace inac::server {
@@ -55,22 +58,38 @@ int StatusToHttp(absl::StatusCode code) {
 
 std::string ErrorCodeName(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kOk: return "ok";
-    case absl::StatusCode::kCancelled: return "cancelled";
-    case absl::StatusCode::kInvalidArgument: return "invalid_argument";
-    case absl::StatusCode::kDeadlineExceeded: return "deadline_exceeded";
-    case absl::StatusCode::kNotFound: return "not_found";
-    case absl::StatusCode::kAlreadyExists: return "already_exists";
-    case absl::StatusCode::kPermissionDenied: return "permission_denied";
-    case absl::StatusCode::kResourceExhausted: return "resource_exhausted";
-    case absl::StatusCode::kFailedPrecondition: return "failed_precondition";
-    case absl::StatusCode::kAborted: return "aborted";
-    case absl::StatusCode::kOutOfRange: return "out_of_range";
-    case absl::StatusCode::kUnimplemented: return "unimplemented";
-    case absl::StatusCode::kUnavailable: return "unavailable";
-    case absl::StatusCode::kDataLoss: return "data_loss";
-    case absl::StatusCode::kUnauthenticated: return "unauthenticated";
-    default: return "internal";
+    case absl::StatusCode::kOk:
+      return "ok";
+    case absl::StatusCode::kCancelled:
+      return "cancelled";
+    case absl::StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "deadline_exceeded";
+    case absl::StatusCode::kNotFound:
+      return "not_found";
+    case absl::StatusCode::kAlreadyExists:
+      return "already_exists";
+    case absl::StatusCode::kPermissionDenied:
+      return "permission_denied";
+    case absl::StatusCode::kResourceExhausted:
+      return "resource_exhausted";
+    case absl::StatusCode::kFailedPrecondition:
+      return "failed_precondition";
+    case absl::StatusCode::kAborted:
+      return "aborted";
+    case absl::StatusCode::kOutOfRange:
+      return "out_of_range";
+    case absl::StatusCode::kUnimplemented:
+      return "unimplemented";
+    case absl::StatusCode::kUnavailable:
+      return "unavailable";
+    case absl::StatusCode::kDataLoss:
+      return "data_loss";
+    case absl::StatusCode::kUnauthenticated:
+      return "unauthenticated";
+    default:
+      return "internal";
   }
 }
 
@@ -102,9 +121,21 @@ std::string FieldOf(std::string_view message) {
   return std::string(path);
 }
 
+// A handler given the request body (read with the size limit, see the registration loop).
+using BodyHandler =
+    std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
+
+// One route: method, OpenAPI-form path relative to /api/v1, handler.
+struct RouteEntry {
+  std::string method;
+  std::string path;
+  BodyHandler handler;
+};
+
 void SendJson(httplib::Response& res, int status, const Json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Invalid UTF-8 (from a path or query parameter echoed in a message) is replaced, not thrown.
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
 void SendError(httplib::Response& res, int http, const std::string& code, std::string message,
@@ -126,13 +157,13 @@ void SendStatus(httplib::Response& res, const absl::Status& status) {
 }
 
 // Parses a request body as a JSON object; sends 400 and returns nullopt on failure.
-std::optional<Json> ParseBody(const httplib::Request& req, httplib::Response& res) {
-  if (req.body.empty()) {
+std::optional<Json> ParseBody(const std::string& text, httplib::Response& res) {
+  if (text.empty()) {
     SendError(res, 400, "invalid_argument", "request body is empty; a JSON object is required");
     return std::nullopt;
   }
   std::vector<core::Problem> problems;
-  auto json = core::ParseJsonText(req.body, &problems);
+  auto json = core::ParseJsonText(text, &problems);
   if (!json) {
     SendError(res, 400, "invalid_argument", core::FormatProblems(problems));
     return std::nullopt;
@@ -244,20 +275,21 @@ std::string RenderMetrics(const ControllerMetrics& m) {
     o << "inac_jobs{state=\"" << core::JobStateName(s) << "\"} "
       << (it == m.jobs_by_state.end() ? 0 : it->second) << "\n";
   }
-  o << "# HELP inac_plans_total Plans computed since start.\n# TYPE inac_plans_total counter\n"
-    << "inac_plans_total " << m.plans_computed << "\n";
-  o << "# HELP inac_plan_duration_ms_sum Total planning time.\n# TYPE inac_plan_duration_ms_sum counter\n"
-    << "inac_plan_duration_ms_sum " << m.plan_ms_sum << "\n";
-  o << "# HELP inac_plan_last_duration_ms Duration of the last planning run.\n"
-    << "# TYPE inac_plan_last_duration_ms gauge\ninac_plan_last_duration_ms " << m.last_plan_ms
-    << "\n";
-  o << "# HELP inac_southbound_reconciles_total Switch reconciliations run.\n"
-    << "# TYPE inac_southbound_reconciles_total counter\ninac_southbound_reconciles_total "
-    << m.reconcile_runs << "\n";
-  o << "# HELP inac_southbound_reconcile_ms_sum Total reconciliation time.\n"
-    << "# TYPE inac_southbound_reconcile_ms_sum counter\ninac_southbound_reconcile_ms_sum "
-    << m.reconcile_ms_sum << "\n";
-  o << "# HELP inac_southbound_writes_total P4Runtime updates applied.\n"
+  // Latencies as Prometheus summaries without quantiles (_sum and _count), in seconds per the
+  // exposition conventions.
+  o << "# HELP inac_plan_duration_seconds Time the scheduler took per plan computed since start.\n"
+    << "# TYPE inac_plan_duration_seconds summary\n"
+    << "inac_plan_duration_seconds_sum " << m.plan_ms_sum / 1000.0 << "\n"
+    << "inac_plan_duration_seconds_count " << m.plans_computed << "\n";
+  o << "# HELP inac_plan_last_duration_seconds Duration of the last planning run.\n"
+    << "# TYPE inac_plan_last_duration_seconds gauge\n"
+    << "inac_plan_last_duration_seconds " << m.last_plan_ms / 1000.0 << "\n";
+  o << "# HELP inac_southbound_reconcile_duration_seconds Time per switch reconciliation (read, "
+       "diff, P4Runtime writes).\n"
+    << "# TYPE inac_southbound_reconcile_duration_seconds summary\n"
+    << "inac_southbound_reconcile_duration_seconds_sum " << m.reconcile_ms_sum / 1000.0 << "\n"
+    << "inac_southbound_reconcile_duration_seconds_count " << m.reconcile_runs << "\n";
+  o << "# HELP inac_southbound_writes_total P4Runtime updates the switches accepted.\n"
     << "# TYPE inac_southbound_writes_total counter\ninac_southbound_writes_total "
     << m.southbound_writes << "\n";
   o << "# HELP inac_southbound_errors_total Refused updates and switch errors.\n"
@@ -268,12 +300,14 @@ std::string RenderMetrics(const ControllerMetrics& m) {
   o << "# HELP inac_switch_connected 1 when the P4Runtime session is up.\n"
     << "# TYPE inac_switch_connected gauge\n";
   for (const auto& s : m.switches) {
-    if (s.managed) o << "inac_switch_connected{switch=\"" << PromEscape(s.id) << "\"} " << s.connected << "\n";
+    if (s.managed)
+      o << "inac_switch_connected{switch=\"" << PromEscape(s.id) << "\"} " << s.connected << "\n";
   }
   o << "# HELP inac_switch_primary 1 when this controller is the switch's primary.\n"
     << "# TYPE inac_switch_primary gauge\n";
   for (const auto& s : m.switches) {
-    if (s.managed) o << "inac_switch_primary{switch=\"" << PromEscape(s.id) << "\"} " << s.primary << "\n";
+    if (s.managed)
+      o << "inac_switch_primary{switch=\"" << PromEscape(s.id) << "\"} " << s.primary << "\n";
   }
   o << "# HELP inac_switch_in_sync 1 when the switch holds its latest intent.\n"
     << "# TYPE inac_switch_in_sync gauge\n";
@@ -295,8 +329,7 @@ std::string RenderMetrics(const ControllerMetrics& m) {
 }
 
 // Query parameter as int64; sends 400 on a bad value.
-bool QueryInt(const httplib::Request& req, httplib::Response& res, const char* name,
-              int64_t* out) {
+bool QueryInt(const httplib::Request& req, httplib::Response& res, const char* name, int64_t* out) {
   if (!req.has_param(name)) return true;
   std::string v = req.get_param_value(name);
   if (!absl::SimpleAtoi(v, out)) {
@@ -317,14 +350,20 @@ HttpApi::HttpApi(Controller* controller, HttpApiOptions options)
 HttpApi::~HttpApi() { Stop(); }
 
 absl::StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
+  if (options_.tokens.empty() && !IsLoopbackHost(host)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing to listen on ", host,
+                     " without API tokens (every request would be allowed); configure tokens or "
+                     "listen on a loopback address"));
+  }
   if (port == 0) {
     int bound = server_->bind_to_any_port(host.c_str());
     if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot bind ", host));
     return bound;
   }
   if (!server_->bind_to_port(host.c_str(), port)) {
-    return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":", port,
-                                               " (address in use or not local)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind ", host, ":", port, " (address in use or not local)"));
   }
   return port;
 }
@@ -337,49 +376,40 @@ void HttpApi::Stop() {
 
 void HttpApi::Routes() {
   httplib::Server& s = *server_;
-  // Registers a route given in OpenAPI form ("/jobs/{id}") and records it for routes().
-  auto Add = [this, &s](const std::string& method, const std::string& path,
-                        httplib::Server::Handler handler) {
-    routes_.push_back(method + " " + path);
-    std::string pattern = "/api/v1" + path;
-    auto brace = pattern.find("{id}");
-    if (brace != std::string::npos) {
-      bool job = path.rfind("/jobs/{id}", 0) == 0;
-      pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([^/]+))");
-    }
-    if (method == "GET") s.Get(pattern, std::move(handler));
-    else if (method == "PUT") s.Put(pattern, std::move(handler));
-    else if (method == "POST") s.Post(pattern, std::move(handler));
-    else if (method == "PATCH") s.Patch(pattern, std::move(handler));
-    else if (method == "DELETE") s.Delete(pattern, std::move(handler));
+  // The route table: every route is first recorded here in OpenAPI form ("/jobs/{id}"); the
+  // loop at the end of this function registers exactly these, and routes() reports them (the
+  // OpenAPI contract test compares that list with api/openapi.yaml).
+  std::vector<RouteEntry> table;
+  auto Add = [&table](const std::string& method, const std::string& path,
+                      httplib::Server::Handler handler) {
+    table.push_back(RouteEntry{method, path,
+                               [handler](const httplib::Request& req, const std::string&,
+                                         httplib::Response& res) { handler(req, res); }});
+  };
+  auto AddBody = [&table](const std::string& method, const std::string& path, BodyHandler handler) {
+    table.push_back(RouteEntry{method, path, std::move(handler)});
   };
   s.set_payload_max_length(options_.max_body_bytes);
+  // Responses leave in two writes (headers, body): without TCP_NODELAY, Nagle holds the body until
+  // the client's delayed ACK, ~40 ms per request on a keep-alive connection. cpp-httplib closes a
+  // keep-alive connection after 5 requests by default; with several clients their reconnections
+  // overflow its listen backlog (5) and a dropped SYN costs a 1 s retransmission.
+  s.set_tcp_nodelay(true);
+  s.set_keep_alive_max_count(1000);
   int threads = options_.threads;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("event=http_exception error=\"{}\"", what);
-    SendError(res, 500, "internal", "internal error");
-  });
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413) {
-      SendError(res, 413, "payload_too_large", "request body is larger than 1 MiB");
-    } else if (res.status == 404) {
-      SendError(res, 404, "not_found", absl::StrCat("no route ", req.method, " ", req.path));
-    } else if (res.status == 400) {
-      SendError(res, 400, "invalid_argument", "malformed request");
-    } else {
-      SendError(res, res.status, res.status >= 500 ? "internal" : "invalid_argument",
-                absl::StrCat("HTTP ", res.status));
-    }
-  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("event=http_exception error=\"{}\"", what);
+        SendError(res, 500, "internal", "internal error");
+      });
   s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     spdlog::debug("event=http method={} path={} status={}", req.method, req.path, res.status);
   });
@@ -394,7 +424,9 @@ void HttpApi::Routes() {
     if (tokens.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string header = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) {
+    // The scheme is case-insensitive (RFC 7235 section 2.1).
+    if (header.size() <= prefix.size() ||
+        !absl::EqualsIgnoreCase(absl::string_view(header).substr(0, prefix.size()), prefix)) {
       res.set_header("WWW-Authenticate", "Bearer");
       SendError(res, 401, "unauthenticated", "missing bearer token (Authorization: Bearer ...)");
       return httplib::Server::HandlerResponse::Handled;
@@ -428,9 +460,10 @@ void HttpApi::Routes() {
         int64_t id = 0;
         bool shape = parts.size() >= 4 && parts[0] == "api" && parts[1] == "v1" &&
                      parts[2] == "jobs" && absl::SimpleAtoi(parts[3], &id);
-        bool verb = shape && ((parts.size() == 4 && read) ||
-                              (parts.size() == 5 && parts[4] == "config" && read) ||
-                              (parts.size() == 5 && parts[4] == "progress" && req.method == "POST"));
+        bool verb =
+            shape &&
+            ((parts.size() == 4 && read) || (parts.size() == 5 && parts[4] == "config" && read) ||
+             (parts.size() == 5 && parts[4] == "progress" && req.method == "POST"));
         if (verb) {
           auto job = c->GetJob(id);
           // Unknown ids answer 404 through the route itself.
@@ -469,17 +502,18 @@ void HttpApi::Routes() {
     res.set_header("X-Topology-Version", std::to_string((*t)->version));
     SendJson(res, 200, core::TopologyToJson((*t)->topology));
   });
-  Add("PUT", "/topology", [c](const httplib::Request& req, httplib::Response& res) {
-    auto body = ParseBody(req, res);
-    if (!body) return;
-    std::vector<core::Problem> problems;
-    core::Topology topology = core::TopologyFromJson(*body, &problems);
-    if (problems.empty()) problems = core::ValidateTopology(topology);
-    if (!problems.empty()) return SendProblems(res, problems);
-    auto version = c->PutTopology(topology);
-    if (!version.ok()) return SendStatus(res, version.status());
-    SendJson(res, 200, {{"version", *version}});
-  });
+  AddBody("PUT", "/topology",
+          [c](const httplib::Request&, const std::string& text, httplib::Response& res) {
+            auto body = ParseBody(text, res);
+            if (!body) return;
+            std::vector<core::Problem> problems;
+            core::Topology topology = core::TopologyFromJson(*body, &problems);
+            if (problems.empty()) problems = core::ValidateTopology(topology);
+            if (!problems.empty()) return SendProblems(res, problems);
+            auto version = c->PutTopology(topology);
+            if (!version.ok()) return SendStatus(res, version.status());
+            SendJson(res, 200, {{"version", *version}});
+          });
   Add("GET", "/switches", [c](const httplib::Request&, httplib::Response& res) {
     Json arr = Json::array();
     for (const auto& sw : c->Switches()) arr.push_back(SwitchJson(sw));
@@ -497,51 +531,55 @@ void HttpApi::Routes() {
     if (t->has_value()) links = core::TopologyToJson((*t)->topology)["links"];
     SendJson(res, 200, {{"links", links}});
   });
-  Add("PATCH", "/links/{id}", [c](const httplib::Request& req, httplib::Response& res) {
-    auto body = ParseBody(req, res);
-    if (!body) return;
-    std::string status_name;
-    for (auto it = body->begin(); it != body->end(); ++it) {
-      if (it.key() != "status") {
-        return SendError(res, 400, "invalid_argument", absl::StrCat(it.key(), ": unknown field"),
-                         it.key());
-      }
-    }
-    if (!body->contains("status") || !(*body)["status"].is_string()) {
-      return SendError(res, 400, "invalid_argument", "status: required, \"up\" or \"down\"", "status");
-    }
-    auto status = core::ParseLinkStatus((*body)["status"].get<std::string>());
-    if (!status) {
-      return SendError(res, 400, "invalid_argument", "status: must be \"up\" or \"down\"", "status");
-    }
-    auto link = c->SetLinkStatus(req.matches[1], *status);
-    if (!link.ok()) return SendStatus(res, link.status());
-    core::Topology one;
-    one.links.push_back(*link);
-    SendJson(res, 200, core::TopologyToJson(one)["links"][0]);
-  });
+  AddBody("PATCH", "/links/{id}",
+          [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+            auto body = ParseBody(text, res);
+            if (!body) return;
+            std::string status_name;
+            for (auto it = body->begin(); it != body->end(); ++it) {
+              if (it.key() != "status") {
+                return SendError(res, 400, "invalid_argument",
+                                 absl::StrCat(it.key(), ": unknown field"), it.key());
+              }
+            }
+            if (!body->contains("status") || !(*body)["status"].is_string()) {
+              return SendError(res, 400, "invalid_argument", "status: required, \"up\" or \"down\"",
+                               "status");
+            }
+            auto status = core::ParseLinkStatus((*body)["status"].get<std::string>());
+            if (!status) {
+              return SendError(res, 400, "invalid_argument", "status: must be \"up\" or \"down\"",
+                               "status");
+            }
+            auto link = c->SetLinkStatus(req.matches[1], *status);
+            if (!link.ok()) return SendStatus(res, link.status());
+            core::Topology one;
+            one.links.push_back(*link);
+            SendJson(res, 200, core::TopologyToJson(one)["links"][0]);
+          });
 
   // ---- Jobs
-  Add("POST", "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
-    auto body = ParseBody(req, res);
-    if (!body) return;
-    std::vector<core::Problem> problems;
-    core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
-    if (!problems.empty()) return SendProblems(res, problems);
-    std::optional<core::IdempotencyKey> key;
-    if (req.has_header("Idempotency-Key")) {
-      std::string k = req.get_header_value("Idempotency-Key");
-      if (k.empty() || k.size() > 255) {
-        return SendError(res, 400, "invalid_argument",
-                         "Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
-      }
-      key = core::IdempotencyKey{k, core::JobSpecToJson(spec).dump()};
-    }
-    auto result = c->SubmitJob(spec, key);
-    if (!result.ok()) return SendStatus(res, result.status());
-    res.set_header("Location", absl::StrCat("/api/v1/jobs/", result->job.id));
-    SendJson(res, result->created ? 201 : 200, core::JobToJson(result->job));
-  });
+  AddBody("POST", "/jobs",
+          [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+            auto body = ParseBody(text, res);
+            if (!body) return;
+            std::vector<core::Problem> problems;
+            core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
+            if (!problems.empty()) return SendProblems(res, problems);
+            std::optional<core::IdempotencyKey> key;
+            if (req.has_header("Idempotency-Key")) {
+              std::string k = req.get_header_value("Idempotency-Key");
+              if (k.empty() || k.size() > 255) {
+                return SendError(res, 400, "invalid_argument",
+                                 "Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+              }
+              key = core::IdempotencyKey{k, core::JobSpecToJson(spec).dump()};
+            }
+            auto result = c->SubmitJob(spec, key);
+            if (!result.ok()) return SendStatus(res, result.status());
+            res.set_header("Location", absl::StrCat("/api/v1/jobs/", result->job.id));
+            SendJson(res, result->created ? 201 : 200, core::JobToJson(result->job));
+          });
   Add("GET", "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
     core::JobFilter filter;
     if (req.has_param("state")) {
@@ -550,8 +588,7 @@ void HttpApi::Routes() {
         auto st = core::ParseJobState(name);
         if (!st) {
           return SendError(res, 400, "invalid_argument",
-                           absl::StrCat("state: unknown job state \"", name, "\""),
-                           "state");
+                           absl::StrCat("state: unknown job state \"", name, "\""), "state");
         }
         filter.states.push_back(*st);
       }
@@ -561,6 +598,9 @@ void HttpApi::Routes() {
     if (!QueryInt(req, res, "after", &after) || !QueryInt(req, res, "limit", &limit)) return;
     if (limit < 1 || limit > 1000) {
       return SendError(res, 400, "invalid_argument", "limit: must be between 1 and 1000", "limit");
+    }
+    if (after < 0) {
+      return SendError(res, 400, "invalid_argument", "after: a cursor is a job id >= 0", "after");
     }
     filter.after_id = after;
     filter.limit = limit;
@@ -588,55 +628,61 @@ void HttpApi::Routes() {
     if (!config.ok()) return SendStatus(res, config.status());
     SendJson(res, 200, ConfigJson(*config));
   });
-  Add("POST", "/jobs/{id}/progress", [c](const httplib::Request& req, httplib::Response& res) {
-    auto body = ParseBody(req, res);
-    if (!body) return;
-    int64_t iterations = -1;
-    std::optional<double> loss;
-    for (auto it = body->begin(); it != body->end(); ++it) {
-      if (it.key() == "iterations_done") {
-        if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-          return SendError(res, 400, "invalid_argument",
-                           "iterations_done: must be a non-negative integer", "iterations_done");
-        }
-        iterations = it->get<int64_t>();
-      } else if (it.key() == "loss") {
-        if (!it->is_number() || !std::isfinite(it->get<double>())) {
-          return SendError(res, 400, "invalid_argument", "loss: must be a finite number", "loss");
-        }
-        loss = it->get<double>();
-      } else {
-        return SendError(res, 400, "invalid_argument", absl::StrCat(it.key(), ": unknown field"),
-                         it.key());
-      }
-    }
-    if (iterations < 0) {
-      return SendError(res, 400, "invalid_argument", "iterations_done: required", "iterations_done");
-    }
-    auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
-    if (!job.ok()) return SendStatus(res, job.status());
-    SendJson(res, 200, core::JobToJson(*job));
-  });
+  AddBody("POST", "/jobs/{id}/progress",
+          [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+            auto body = ParseBody(text, res);
+            if (!body) return;
+            int64_t iterations = -1;
+            std::optional<double> loss;
+            for (auto it = body->begin(); it != body->end(); ++it) {
+              if (it.key() == "iterations_done") {
+                if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+                  return SendError(res, 400, "invalid_argument",
+                                   "iterations_done: must be a non-negative integer",
+                                   "iterations_done");
+                }
+                iterations = it->get<int64_t>();
+              } else if (it.key() == "loss") {
+                if (!it->is_number() || !std::isfinite(it->get<double>())) {
+                  return SendError(res, 400, "invalid_argument", "loss: must be a finite number",
+                                   "loss");
+                }
+                loss = it->get<double>();
+              } else {
+                return SendError(res, 400, "invalid_argument",
+                                 absl::StrCat(it.key(), ": unknown field"), it.key());
+              }
+            }
+            if (iterations < 0) {
+              return SendError(res, 400, "invalid_argument", "iterations_done: required",
+                               "iterations_done");
+            }
+            auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
+            if (!job.ok()) return SendStatus(res, job.status());
+            SendJson(res, 200, core::JobToJson(*job));
+          });
 
   // ---- Plan
   Add("GET", "/plan", [c](const httplib::Request&, httplib::Response& res) {
     auto plan = c->CurrentPlan();
     if (!plan.ok()) return SendStatus(res, plan.status());
-    if (!plan->has_value()) return SendError(res, 404, "not_found", "no plan has been computed yet");
+    if (!plan->has_value())
+      return SendError(res, 404, "not_found", "no plan has been computed yet");
     Json body = core::PlanToJson((*plan)->plan);
     body["created_ms"] = (*plan)->created_ms;
     SendJson(res, 200, body);
   });
-  Add("POST", "/plan/preview", [c](const httplib::Request& req, httplib::Response& res) {
-    auto body = ParseBody(req, res);
-    if (!body) return;
-    std::vector<core::Problem> problems;
-    core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
-    if (!problems.empty()) return SendProblems(res, problems);
-    auto plan = c->PreviewPlan(spec);
-    if (!plan.ok()) return SendStatus(res, plan.status());
-    SendJson(res, 200, core::PlanToJson(*plan));
-  });
+  AddBody("POST", "/plan/preview",
+          [c](const httplib::Request&, const std::string& text, httplib::Response& res) {
+            auto body = ParseBody(text, res);
+            if (!body) return;
+            std::vector<core::Problem> problems;
+            core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
+            if (!problems.empty()) return SendProblems(res, problems);
+            auto plan = c->PreviewPlan(spec);
+            if (!plan.ok()) return SendStatus(res, plan.status());
+            SendJson(res, 200, core::PlanToJson(*plan));
+          });
 
   // ---- Events
   Add("GET", "/events", [c](const httplib::Request& req, httplib::Response& res) {
@@ -648,6 +694,10 @@ void HttpApi::Routes() {
     }
     if (limit < 1 || limit > 1000) {
       return SendError(res, 400, "invalid_argument", "limit: must be between 1 and 1000", "limit");
+    }
+    if (since < 0) {
+      return SendError(res, 400, "invalid_argument", "since: must be a sequence number >= 0",
+                       "since");
     }
     filter.after_seq = since;
     filter.limit = limit;
@@ -672,29 +722,128 @@ void HttpApi::Routes() {
     }
     auto cursor = std::make_shared<int64_t>(since);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream", [c, cursor](size_t, httplib::DataSink& sink) {
-          if (!sink.is_writable()) return false;
-          c->WaitForEvents(*cursor, 1000);
-          core::EventFilter filter;
-          filter.after_seq = *cursor;
-          filter.limit = 500;
-          auto events = c->Events(filter);
-          if (!events.ok()) return false;
-          std::string out;
-          for (const auto& e : *events) {
-            absl::StrAppend(&out, "id: ", e.seq, "\nevent: ", e.kind, "\ndata: ",
-                            EventJson(e).dump(), "\n\n");
-            *cursor = e.seq;
+    res.set_chunked_content_provider("text/event-stream",
+                                     [c, cursor](size_t, httplib::DataSink& sink) {
+                                       if (!sink.is_writable()) return false;
+                                       c->WaitForEvents(*cursor, 1000);
+                                       core::EventFilter filter;
+                                       filter.after_seq = *cursor;
+                                       filter.limit = 500;
+                                       auto events = c->Events(filter);
+                                       if (!events.ok()) return false;
+                                       std::string out;
+                                       for (const auto& e : *events) {
+                                         absl::StrAppend(&out, "id: ", e.seq, "\nevent: ", e.kind,
+                                                         "\ndata: ", EventJson(e).dump(), "\n\n");
+                                         *cursor = e.seq;
+                                       }
+                                       if (out.empty()) out = ": keep-alive\n\n";
+                                       if (!sink.write(out.data(), out.size())) return false;
+                                       if (!c->LoopAlive()) {
+                                         sink.done();
+                                         return false;
+                                       }
+                                       return true;
+                                     });
+  });
+
+  // ---- Registration: exactly the table above.
+  size_t max_body = options_.max_body_bytes;
+  auto patterns = std::make_shared<std::vector<std::pair<std::string, std::regex>>>();
+  for (RouteEntry& route : table) {
+    std::string pattern = "/api/v1" + route.path;
+    auto brace = pattern.find("{id}");
+    if (brace != std::string::npos) {
+      // Job ids are integers below 10^18 (so they always fit an int64_t); other ids are one path
+      // segment.
+      bool job = route.path.rfind("/jobs/{id}", 0) == 0;
+      pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([^/]+))");
+    }
+    const std::string& m = route.method;
+    BodyHandler h = std::move(route.handler);
+    // Without a body (no Content-Length or 0, and not chunked) httplib calls the plain handler.
+    httplib::Server::Handler plain = [h](const httplib::Request& req, httplib::Response& res) {
+      h(req, req.body, res);
+    };
+    // With one, the body is streamed to this reader so that the size limit holds for chunked
+    // bodies too (httplib enforces it for Content-Length only). An oversized body is drained,
+    // not kept, so the connection stays in step, and answered 413.
+    httplib::Server::HandlerWithContentReader streamed =
+        [h, max_body](const httplib::Request& req, httplib::Response& res,
+                      const httplib::ContentReader& reader) {
+          std::string body;
+          bool too_large = false;
+          bool read = reader([&](const char* data, size_t n) {
+            if (too_large || body.size() + n > max_body) {
+              too_large = true;
+              body.clear();
+              return true;
+            }
+            body.append(data, n);
+            return true;
+          });
+          if (too_large || res.status == 413) {
+            res.set_header("Connection", "close");
+            return SendError(res, 413, "payload_too_large",
+                             absl::StrCat("request body is larger than ", max_body, " bytes"));
           }
-          if (out.empty()) out = ": keep-alive\n\n";
-          if (!sink.write(out.data(), out.size())) return false;
-          if (!c->LoopAlive()) {
-            sink.done();
-            return false;
+          if (!read) {
+            res.set_header("Connection", "close");
+            return SendError(res, 400, "invalid_argument", "the request body could not be read");
           }
-          return true;
-        });
+          h(req, body, res);
+        };
+    if (m == "GET") {
+      s.Get(pattern, std::move(plain));
+    } else if (m == "DELETE") {
+      s.Delete(pattern, std::move(plain));
+    } else if (m == "PUT") {
+      s.Put(pattern, std::move(plain));
+      s.Put(pattern, std::move(streamed));
+    } else if (m == "POST") {
+      s.Post(pattern, std::move(plain));
+      s.Post(pattern, std::move(streamed));
+    } else if (m == "PATCH") {
+      s.Patch(pattern, std::move(plain));
+      s.Patch(pattern, std::move(streamed));
+    } else {
+      spdlog::critical("event=bad_route method={} path={}", m, route.path);
+      std::abort();  // a programming error in the table above
+    }
+    routes_.push_back(m + " " + route.path);
+    patterns->emplace_back(m, std::regex(pattern));
+  }
+
+  // ---- Errors httplib produces itself (no route, bad request line, body too large, ...).
+  s.set_error_handler([patterns, max_body](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      // A path that exists with other methods: 405 with Allow.
+      std::string allow;
+      for (const auto& [method, re] : *patterns) {
+        if (std::regex_match(req.path, re))
+          absl::StrAppend(&allow, allow.empty() ? "" : ", ", method);
+      }
+      if (!allow.empty()) {
+        res.set_header("Allow", allow);
+        return SendError(
+            res, 405, "method_not_allowed",
+            absl::StrCat("no route ", req.method, " ", req.path, " (allowed: ", allow, ")"));
+      }
+      return SendError(res, 404, "not_found", absl::StrCat("no route ", req.method, " ", req.path));
+    }
+    switch (res.status) {
+      case 413:
+        return SendError(res, 413, "payload_too_large",
+                         absl::StrCat("request body is larger than ", max_body, " bytes"));
+      case 414:
+        return SendError(res, 414, "uri_too_long", "request URI is too long");
+      case 400:
+        return SendError(res, 400, "invalid_argument", "malformed HTTP request");
+      default:
+        SendError(res, res.status, res.status >= 500 ? "internal" : "invalid_argument",
+                  absl::StrCat("HTTP ", res.status));
+    }
   });
 }
 

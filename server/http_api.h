@@ -4,13 +4,15 @@
 // an HTTP status is StatusToHttp.
 //
 // Errors always have the body {"error": {"code", "message", "field"}}: malformed JSON or an
-// unknown field 400, unauthenticated 401, forbidden 403, unknown id or route 404, illegal state
-// transition or idempotency conflict 409, body over 1 MiB 413, storage unavailable 503.
+// unknown field 400, unauthenticated 401, forbidden 403, unknown id or route 404, a known path
+// with another method 405 (with Allow), illegal state transition or idempotency conflict 409,
+// body over 1 MiB 413, request URI over 8 KiB 414, storage unavailable 503. `field` names the
+// offending JSON path, query parameter or header when there is one.
 //
 // Auth: bearer tokens with roles. admin: everything; operator: jobs and plan previews, and reads;
 // viewer: reads; worker: GET /jobs/{id}, GET /jobs/{id}/config and POST /jobs/{id}/progress of
 // the jobs of its tenant. /healthz and /readyz need no token. With no token configured every
-// request is allowed, and the server must listen on loopback only (checked by the caller).
+// request is allowed, and Bind refuses any address that is not loopback.
 //
 // Thread safety: the server answers on a pool of threads; the Controller is thread-safe.
 #pragma once
@@ -61,8 +63,9 @@ class HttpApi {
   HttpApi(Controller* controller, HttpApiOptions options);
   ~HttpApi();
 
-  // Binds `host:port` (port 0 picks one). Returns the bound port; Unavailable when the address
-  // cannot be bound.
+  // Binds `host:port` (port 0 picks one). Returns the bound port; FailedPrecondition when no
+  // token is configured and `host` is not a loopback address (IsLoopbackHost); Unavailable when
+  // the address cannot be bound.
   absl::StatusOr<int> Bind(const std::string& host, int port);
   // Serves until Stop(); returns when stopped.
   void Serve();

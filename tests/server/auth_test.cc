@@ -1,0 +1,267 @@
+// Auth (issue 7): bearer tokens from the configuration with roles admin / operator / viewer /
+// worker, compared in constant time; with no token configured only loopback addresses may be
+// served. Also the configuration file's token and listen checks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/config.h"
+#include "tests/server/server_fixture.h"
+
+namespace inac::server::testing {
+namespace {
+
+using core::Json;
+
+TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("secret-token", "secret-token"));
+  EXPECT_FALSE(ConstantTimeEquals("secret-token", "secret-tokeN"));
+  EXPECT_FALSE(ConstantTimeEquals("secret-token", "Secret-token"));
+  EXPECT_FALSE(ConstantTimeEquals("secret-token", "secret-token2"));
+  EXPECT_FALSE(ConstantTimeEquals("secret-token", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  // A shorter string padded with NULs is still different.
+  EXPECT_FALSE(ConstantTimeEquals(std::string("ab\0", 3), "ab"));
+}
+
+TEST(LoopbackTest, OnlyLoopbackLiteralsAndLocalhost) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "10.0.0.1", "::", "128.0.0.1", "127.evil.example",
+                           "127.0.0.1.nip.io", "", "::ffff:10.0.0.1", "localhost.example"}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
+TEST(BindTest, WithoutTokensOnlyLoopbackIsServed) {
+  TestServerOptions options;
+  options.tokens = {};
+  TestServer server(options);
+  ASSERT_TRUE(server.Start().ok());
+  {
+    HttpApi api(&server.controller(), HttpApiOptions{});
+    auto bound = api.Bind("0.0.0.0", 0);
+    EXPECT_EQ(bound.status().code(), absl::StatusCode::kFailedPrecondition) << bound.status();
+  }
+  {
+    HttpApi api(&server.controller(), HttpApiOptions{});
+    EXPECT_EQ(api.Bind("127.evil.example", 0).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  {
+    HttpApiOptions with_tokens;
+    with_tokens.tokens = DefaultTokens();
+    HttpApi api(&server.controller(), with_tokens);
+    EXPECT_TRUE(api.Bind("0.0.0.0", 0).ok());  // tokens configured: any address
+  }
+  // The test server itself listens on 127.0.0.1 without tokens: every request is allowed.
+  EXPECT_EQ(server.PutTopology(SmallTopology()), 200);
+  Reply r = server.Call("POST", "/api/v1/jobs", JobJson("open").dump(), "");
+  EXPECT_EQ(r.status, 201) << r;
+}
+
+class AuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start().ok());
+    ASSERT_EQ(server_.PutTopology(SmallTopology()), 200);
+    vision_ = server_.Submit(JobJson("vision-job", "vision"));
+    nlp_ = server_.Submit(JobJson("nlp-job", "nlp"));
+    ASSERT_GT(nlp_, 0);
+    ASSERT_TRUE(server_.Sync().ok());
+  }
+  int Status(const std::string& method, const std::string& path, const std::string& token,
+             const std::string& body = "") {
+    Reply r = server_.Call(method, path, body, token);
+    if (r.status == 401 || r.status == 403) {
+      EXPECT_EQ(r.code(), r.status == 401 ? "unauthenticated" : "permission_denied") << r;
+    }
+    return r.status;
+  }
+  std::string Job(int64_t id, const std::string& suffix = "") {
+    return absl::StrCat("/api/v1/jobs/", id, suffix);
+  }
+
+  TestServer server_;
+  int64_t vision_ = 0, nlp_ = 0;
+};
+
+TEST_F(AuthTest, HealthNeedsNoTokenEverythingElseDoes) {
+  EXPECT_EQ(Status("GET", "/api/v1/healthz", ""), 200);
+  EXPECT_EQ(Status("GET", "/api/v1/readyz", ""), 200);
+  for (const char* path : {"/api/v1/metrics", "/api/v1/jobs", "/api/v1/topology",
+                           "/api/v1/switches", "/api/v1/plan", "/api/v1/events"}) {
+    EXPECT_EQ(Status("GET", path, ""), 401) << path;
+  }
+  Reply r = server_.Get("/api/v1/jobs", "");
+  EXPECT_EQ(r.headers.count("WWW-Authenticate"), 1u);
+  // The scheme is case-insensitive; the token is not.
+  Reply lower = server_.Call("GET", "/api/v1/jobs", "", "",
+                             {{"Authorization", absl::StrCat("bearer ", kViewerToken)}});
+  EXPECT_EQ(lower.status, 200) << lower;
+  std::string upper = kViewerToken;
+  upper[0] = 'V';
+  EXPECT_EQ(Status("GET", "/api/v1/jobs", upper), 401);
+}
+
+TEST_F(AuthTest, AdminMayDoEverything) {
+  std::string topo = core::TopologyToJson(SmallTopology()).dump();
+  EXPECT_EQ(Status("PUT", "/api/v1/topology", kAdminToken, topo), 200);
+  EXPECT_EQ(Status("PATCH", "/api/v1/links/sp0~lf0", kAdminToken, R"({"status": "down"})"), 200);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kAdminToken, JobJson("a").dump()), 201);
+  EXPECT_EQ(Status("GET", Job(nlp_, "/config"), kAdminToken), 200);
+  EXPECT_EQ(Status("DELETE", Job(nlp_), kAdminToken), 200);
+}
+
+TEST_F(AuthTest, OperatorRunsJobsButNotTheFabric) {
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kOperatorToken, JobJson("op").dump()), 201);
+  EXPECT_EQ(Status("POST", "/api/v1/plan/preview", kOperatorToken, JobJson("what-if").dump()), 200);
+  EXPECT_EQ(Status("POST", Job(vision_, "/progress"), kOperatorToken, R"({"iterations_done": 3})"),
+            200);
+  EXPECT_EQ(Status("DELETE", Job(vision_), kOperatorToken), 200);
+  for (const char* path : {"/api/v1/topology", "/api/v1/switches", "/api/v1/links", "/api/v1/plan",
+                           "/api/v1/metrics", "/api/v1/jobs"}) {
+    EXPECT_EQ(Status("GET", path, kOperatorToken), 200) << path;
+  }
+  EXPECT_EQ(Status("PUT", "/api/v1/topology", kOperatorToken,
+                   core::TopologyToJson(SmallTopology()).dump()),
+            403);
+  EXPECT_EQ(Status("PATCH", "/api/v1/links/sp0~lf0", kOperatorToken, R"({"status": "down"})"), 403);
+}
+
+TEST_F(AuthTest, ViewerOnlyReads) {
+  for (const char* path :
+       {"/api/v1/topology", "/api/v1/switches", "/api/v1/switches/lf0", "/api/v1/links",
+        "/api/v1/plan", "/api/v1/metrics", "/api/v1/jobs", "/api/v1/events"}) {
+    EXPECT_EQ(Status("GET", path, kViewerToken), 200) << path;
+  }
+  EXPECT_EQ(Status("GET", Job(nlp_, "/config"), kViewerToken), 200);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kViewerToken, JobJson("v").dump()), 403);
+  EXPECT_EQ(Status("POST", "/api/v1/plan/preview", kViewerToken, JobJson("v").dump()), 403);
+  EXPECT_EQ(Status("DELETE", Job(nlp_), kViewerToken), 403);
+  EXPECT_EQ(Status("POST", Job(nlp_, "/progress"), kViewerToken, R"({"iterations_done": 1})"), 403);
+  EXPECT_EQ(server_.JobState(nlp_), "running");
+}
+
+TEST_F(AuthTest, WorkerTouchesOnlyItsTenantsJobs) {
+  EXPECT_EQ(Status("GET", Job(vision_), kWorkerToken), 200);
+  EXPECT_EQ(Status("GET", Job(vision_, "/config"), kWorkerToken), 200);
+  EXPECT_EQ(Status("POST", Job(vision_, "/progress"), kWorkerToken, R"({"iterations_done": 7})"),
+            200);
+  EXPECT_EQ(Status("GET", Job(nlp_), kWorkerToken), 403);
+  EXPECT_EQ(Status("GET", Job(nlp_, "/config"), kWorkerToken), 403);
+  EXPECT_EQ(Status("POST", Job(nlp_, "/progress"), kWorkerToken, R"({"iterations_done": 7})"), 403);
+  // The other tenant's worker, the other way round.
+  EXPECT_EQ(Status("GET", Job(nlp_, "/config"), kOtherWorkerToken), 200);
+  EXPECT_EQ(Status("GET", Job(vision_, "/config"), kOtherWorkerToken), 403);
+  // Nothing else.
+  EXPECT_EQ(Status("GET", "/api/v1/jobs", kWorkerToken), 403);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kWorkerToken, JobJson("w").dump()), 403);
+  EXPECT_EQ(Status("DELETE", Job(vision_), kWorkerToken), 403);
+  EXPECT_EQ(Status("GET", "/api/v1/topology", kWorkerToken), 403);
+  EXPECT_EQ(Status("GET", "/api/v1/plan", kWorkerToken), 403);
+  // An unknown job is 404 (not 403): the route answers.
+  EXPECT_EQ(Status("GET", "/api/v1/jobs/999999/config", kWorkerToken), 404);
+  Reply progress = server_.Get(Job(vision_), kAdminToken);
+  EXPECT_EQ(progress.json["iterations_done"], 7);
+  EXPECT_EQ(server_.JobState(nlp_), "running");
+}
+
+// --- The configuration file's tokens.
+
+std::optional<ServeConfig> Parse(const std::string& text, std::vector<core::Problem>* problems) {
+  return ParseServeConfig(text, ServeConfig{}, problems);
+}
+
+bool HasProblemAt(const std::vector<core::Problem>& problems, const std::string& path) {
+  for (const auto& p : problems) {
+    if (p.path == path) return true;
+  }
+  return false;
+}
+
+TEST(ServeConfigTest, ReadsTokensAndRoles) {
+  std::vector<core::Problem> problems;
+  auto config = Parse(R"({
+    "listen": "127.0.0.1:0",
+    "tokens": [
+      {"name": "ops", "token": "0123456789abcdef-admin", "role": "admin"},
+      {"token": "0123456789abcdef-operator", "role": "operator"},
+      {"name": "dash", "token": "0123456789abcdef-viewer", "role": "viewer"},
+      {"name": "w", "token": "0123456789abcdef-worker", "role": "worker", "tenant": "vision"}
+    ]})",
+                      &problems);
+  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
+  ASSERT_EQ(config->tokens.size(), 4u);
+  EXPECT_EQ(config->tokens[0].role, Role::kAdmin);
+  EXPECT_EQ(config->tokens[1].role, Role::kOperator);
+  EXPECT_EQ(config->tokens[1].name, "token1");
+  EXPECT_EQ(config->tokens[2].role, Role::kViewer);
+  EXPECT_EQ(config->tokens[3].role, Role::kWorker);
+  EXPECT_EQ(config->tokens[3].tenant, "vision");
+}
+
+TEST(ServeConfigTest, RefusesWeakOrAmbiguousTokens) {
+  std::vector<core::Problem> problems;
+  EXPECT_FALSE(Parse(R"({"tokens": [
+      {"token": "short", "role": "admin"},
+      {"token": "0123456789abcdef-x", "role": "root"},
+      {"token": "0123456789abcdef-w", "role": "worker"},
+      {"token": "0123456789abcdef-dup", "role": "viewer"},
+      {"token": "0123456789abcdef-dup", "role": "admin"},
+      {"token": "0123456789abcdef-y", "role": "viewer", "scope": "all"},
+      {"role": "viewer"},
+      "token"
+    ]})",
+                     &problems)
+                   .has_value());
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[0].token")) << core::FormatProblems(problems);
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[1].role"));
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[2].tenant"));
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[4].token"));  // duplicate
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[5].scope"));
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[6].token"));
+  EXPECT_TRUE(HasProblemAt(problems, "tokens[7]"));
+}
+
+TEST(ServeConfigTest, RefusesBadListenAndUnknownFields) {
+  std::vector<core::Problem> problems;
+  EXPECT_FALSE(Parse(R"({"listen": "127.0.0.1:99999", "colour": "blue"})", &problems));
+  EXPECT_TRUE(HasProblemAt(problems, "listen")) << core::FormatProblems(problems);
+  EXPECT_TRUE(HasProblemAt(problems, "colour"));
+  problems.clear();
+  EXPECT_FALSE(Parse(R"({"listen": "no-port"})", &problems));
+  EXPECT_TRUE(HasProblemAt(problems, "listen"));
+  problems.clear();
+  EXPECT_FALSE(Parse(R"({"timer_ms": "fast", "seed": -1})", &problems));
+  EXPECT_TRUE(HasProblemAt(problems, "timer_ms"));
+  EXPECT_TRUE(HasProblemAt(problems, "seed"));
+}
+
+TEST(ServeConfigTest, NoTokensMeansLoopbackOnly) {
+  std::vector<core::Problem> problems;
+  // A file that listens on every interface without tokens is refused...
+  EXPECT_FALSE(Parse(R"({"listen": "0.0.0.0:8080"})", &problems).has_value());
+  EXPECT_TRUE(HasProblemAt(problems, "listen")) << core::FormatProblems(problems);
+  problems.clear();
+  // ... and accepted with a token, or on loopback.
+  EXPECT_TRUE(Parse(R"({"listen": "0.0.0.0:8080",
+                        "tokens": [{"token": "0123456789abcdef", "role": "admin"}]})",
+                    &problems)
+                  .has_value())
+      << core::FormatProblems(problems);
+  EXPECT_TRUE(Parse(R"({"listen": "[::1]:8080"})", &problems).has_value())
+      << core::FormatProblems(problems);
+  ServeConfig config;
+  config.listen = "10.1.2.3:8080";
+  EXPECT_EQ(CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);
+  config.tokens = DefaultTokens();
+  EXPECT_TRUE(CheckListenAllowed(config).ok());
+}
+
+}  // namespace
+}  // namespace inac::server::testing

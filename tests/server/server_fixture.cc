@@ -1,0 +1,311 @@
+#include "tests/server/server_fixture.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/generators.h"
+
+namespace inac::server::testing {
+
+using core::Json;
+
+std::vector<ApiToken> DefaultTokens() {
+  return {
+      ApiToken{"admin", kAdminToken, Role::kAdmin, ""},
+      ApiToken{"operator", kOperatorToken, Role::kOperator, ""},
+      ApiToken{"viewer", kViewerToken, Role::kViewer, ""},
+      ApiToken{"worker-vision", kWorkerToken, Role::kWorker, "vision"},
+      ApiToken{"worker-nlp", kOtherWorkerToken, Role::kWorker, "nlp"},
+  };
+}
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(base && *base ? base : "/tmp", "/inac-server-test-XXXXXX");
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) std::abort();
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+// A handle the controller owns; the fake itself stays with the fabric.
+class SharedFakeClient : public southbound::SwitchClient {
+ public:
+  explicit SharedFakeClient(std::shared_ptr<southbound::FakeSwitchClient> fake)
+      : fake_(std::move(fake)) {}
+  const std::string& switch_id() const override { return fake_->switch_id(); }
+  absl::Status Connect() override { return fake_->Connect(); }
+  bool IsConnected() const override { return fake_->IsConnected(); }
+  bool IsPrimary() const override { return fake_->IsPrimary(); }
+  absl::StatusOr<bool> EnsurePipeline() override { return fake_->EnsurePipeline(); }
+  absl::StatusOr<southbound::ReconcileStats> Reconcile(const core::SwitchIntent& intent) override {
+    return fake_->Reconcile(intent);
+  }
+  absl::StatusOr<std::vector<southbound::AggregationCounters>> ReadCounters(
+      const core::SwitchIntent& intent) override {
+    return fake_->ReadCounters(intent);
+  }
+  void Disconnect() override { fake_->Disconnect(); }
+
+ private:
+  std::shared_ptr<southbound::FakeSwitchClient> fake_;
+};
+
+SwitchClientFactory FakeFabric::Factory() {
+  return [this](const core::Switch& sw,
+                uint64_t election_id) -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& fake = fakes_[sw.id];
+    if (!fake) fake = std::make_shared<southbound::FakeSwitchClient>(sw.id);
+    elections_[sw.id] = election_id;
+    return std::unique_ptr<southbound::SwitchClient>(new SharedFakeClient(fake));
+  };
+}
+
+std::shared_ptr<southbound::FakeSwitchClient> FakeFabric::Get(const std::string& switch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = fakes_.find(switch_id);
+  return it == fakes_.end() ? nullptr : it->second;
+}
+
+uint64_t FakeFabric::election_id(const std::string& switch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = elections_.find(switch_id);
+  return it == elections_.end() ? 0 : it->second;
+}
+
+std::vector<std::string> FakeFabric::ids() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, fake] : fakes_) out.push_back(id);
+  return out;
+}
+
+core::Topology SmallTopology() {
+  core::GeneratorOptions gen;
+  gen.p4runtime_base_port = 50000;  // endpoints only; the fakes ignore the address
+  gen.aggregators = 4096;
+  auto topology = core::GenerateLeafSpine(2, 2, 2, gen);
+  if (!topology.ok()) std::abort();
+  return *topology;
+}
+
+Json JobJson(const std::string& name, const std::string& tenant, int64_t iterations) {
+  return Json{{"name", name},
+              {"tenant", tenant},
+              {"workers", {"h0_0", "h0_1"}},
+              {"parameter_servers", {"h1_0"}},
+              {"model", "ResNet50"},
+              {"iterations", iterations},
+              {"batch_size", 32}};
+}
+
+std::string Reply::code() const {
+  if (json.is_object() && json.contains("error") && json["error"].is_object() &&
+      json["error"].contains("code") && json["error"]["code"].is_string()) {
+    return json["error"]["code"].get<std::string>();
+  }
+  return "";
+}
+
+std::string Reply::field() const {
+  if (json.is_object() && json.contains("error") && json["error"].is_object() &&
+      json["error"].contains("field") && json["error"]["field"].is_string()) {
+    return json["error"]["field"].get<std::string>();
+  }
+  return "";
+}
+
+std::string Reply::message() const {
+  if (json.is_object() && json.contains("error") && json["error"].is_object() &&
+      json["error"].contains("message") && json["error"]["message"].is_string()) {
+    return json["error"]["message"].get<std::string>();
+  }
+  return "";
+}
+
+std::ostream& operator<<(std::ostream& os, const Reply& reply) {
+  os << "HTTP " << reply.status;
+  if (!reply.error.empty()) os << " (transport: " << reply.error << ")";
+  return os << " " << reply.body.substr(0, 600);
+}
+
+TestServer::TestServer(TestServerOptions options) : options_(std::move(options)) {
+  db_path_ = dir_.File("inac.db");
+  if (options_.controller.debounce_ms == ControllerOptions{}.debounce_ms) {
+    options_.controller.debounce_ms = 0;
+  }
+  if (options_.controller.timer_ms == ControllerOptions{}.timer_ms) {
+    options_.controller.timer_ms = 3600 * 1000;  // passes only when woken (Sync, commands)
+  }
+}
+
+TestServer::~TestServer() { Stop(); }
+
+absl::Status TestServer::Start() {
+  auto storage = storage::SqliteStorage::Open(db_path_);
+  if (!storage.ok()) return storage.status();
+  storage_ = std::move(*storage);
+  SwitchClientFactory factory = options_.factory ? options_.factory : fabric_.Factory();
+  controller_ =
+      std::make_unique<Controller>(storage_.get(), factory, SystemClockMs, options_.controller);
+  if (auto s = controller_->Start(); !s.ok()) return s;
+  HttpApiOptions api_options;
+  api_options.tokens = options_.tokens;
+  api_options.threads = 8;
+  api_ = std::make_unique<HttpApi>(controller_.get(), api_options);
+  auto port = api_->Bind("127.0.0.1", 0);
+  if (!port.ok()) return port.status();
+  port_ = *port;
+  serve_ = std::thread([api = api_.get()] { api->Serve(); });
+  return absl::OkStatus();
+}
+
+void TestServer::Stop() {
+  if (api_) api_->Stop();
+  if (serve_.joinable()) serve_.join();
+  api_.reset();
+  if (controller_) controller_->Stop();
+  controller_.reset();
+  storage_.reset();
+}
+
+absl::Status TestServer::Restart() {
+  Stop();
+  return Start();
+}
+
+Reply TestServer::Call(const std::string& method, const std::string& path, const std::string& body,
+                       const std::string& token,
+                       const std::multimap<std::string, std::string>& headers) {
+  httplib::Client client("127.0.0.1", port_);
+  client.set_connection_timeout(10);
+  client.set_read_timeout(60);
+  client.set_write_timeout(60);
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  for (const auto& [k, v] : headers) req.headers.emplace(k, v);
+  if (!token.empty()) req.headers.emplace("Authorization", absl::StrCat("Bearer ", token));
+  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+    req.body = body;
+    if (!req.has_header("Content-Type")) req.headers.emplace("Content-Type", "application/json");
+  }
+  Reply reply;
+  auto result = client.send(req);
+  if (!result) {
+    reply.error = httplib::to_string(result.error());
+    return reply;
+  }
+  reply.status = result->status;
+  reply.body = result->body;
+  for (const auto& [k, v] : result->headers) reply.headers.emplace(k, v);
+  reply.json = Json::parse(reply.body, nullptr, false);
+  return reply;
+}
+
+Reply ParseRawResponse(const std::string& bytes) {
+  Reply reply;
+  auto end = bytes.find("\r\n\r\n");
+  if (bytes.rfind("HTTP/1.", 0) != 0 || end == std::string::npos) {
+    reply.error = bytes.empty() ? "connection closed without an answer" : "not an HTTP answer";
+    reply.body = bytes;
+    return reply;
+  }
+  std::string head = bytes.substr(0, end);
+  reply.body = bytes.substr(end + 4);
+  size_t line_end = head.find("\r\n");
+  std::string status_line = head.substr(0, line_end);
+  auto sp = status_line.find(' ');
+  if (sp != std::string::npos) {
+    (void)absl::SimpleAtoi(status_line.substr(sp + 1, 3), &reply.status);
+  }
+  size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
+  while (pos < head.size()) {
+    size_t next = head.find("\r\n", pos);
+    if (next == std::string::npos) next = head.size();
+    std::string line = head.substr(pos, next - pos);
+    auto colon = line.find(':');
+    if (colon != std::string::npos) {
+      reply.headers.emplace(line.substr(0, colon),
+                            std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))));
+    }
+    pos = next + 2;
+  }
+  reply.json = Json::parse(reply.body, nullptr, false);
+  return reply;
+}
+
+Reply TestServer::Raw(const std::string& bytes, bool half_close) {
+  Reply reply;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) {
+    reply.error = "socket";
+    return reply;
+  }
+  timeval tv{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    reply.error = "connect";
+    return reply;
+  }
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may answer and close before reading everything
+    sent += static_cast<size_t>(n);
+  }
+  // httplib drops a request whose connection the client half-closed, so by default the request
+  // asks for "Connection: close" and the answer is read until the server closes.
+  if (half_close) shutdown(fd, SHUT_WR);
+  std::string in;
+  char buf[65536];
+  while (true) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return ParseRawResponse(in);
+}
+
+absl::Status TestServer::Sync() { return controller_->Sync(60000); }
+
+int TestServer::PutTopology(const core::Topology& topology) {
+  return Call("PUT", "/api/v1/topology", core::TopologyToJson(topology).dump()).status;
+}
+
+int64_t TestServer::Submit(const Json& spec) {
+  Reply r = Call("POST", "/api/v1/jobs", spec.dump());
+  if (r.status != 201 || !r.json.is_object()) return -1;
+  return r.json["id"].get<int64_t>();
+}
+
+std::string TestServer::JobState(int64_t id) {
+  Reply r = Get(absl::StrCat("/api/v1/jobs/", id));
+  if (r.status != 200 || !r.json.is_object()) return absl::StrCat("HTTP ", r.status);
+  return r.json["state"].get<std::string>();
+}
+
+}  // namespace inac::server::testing
