@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <cmath>
 #include <regex>
 #include <sstream>
@@ -713,39 +714,54 @@ void HttpApi::Routes() {
     }
     SendJson(res, 200, {{"events", arr}, {"last_seq", last}});
   });
-  Add("GET", "/events/stream", [c](const httplib::Request& req, httplib::Response& res) {
-    int64_t since = 0;
-    if (!QueryInt(req, res, "since", &since)) return;
-    if (req.has_header("Last-Event-ID")) {
-      int64_t v = 0;
-      if (absl::SimpleAtoi(req.get_header_value("Last-Event-ID"), &v)) since = v;
-    }
-    auto cursor = std::make_shared<int64_t>(since);
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream",
-                                     [c, cursor](size_t, httplib::DataSink& sink) {
-                                       if (!sink.is_writable()) return false;
-                                       c->WaitForEvents(*cursor, 1000);
-                                       core::EventFilter filter;
-                                       filter.after_seq = *cursor;
-                                       filter.limit = 500;
-                                       auto events = c->Events(filter);
-                                       if (!events.ok()) return false;
-                                       std::string out;
-                                       for (const auto& e : *events) {
-                                         absl::StrAppend(&out, "id: ", e.seq, "\nevent: ", e.kind,
-                                                         "\ndata: ", EventJson(e).dump(), "\n\n");
-                                         *cursor = e.seq;
-                                       }
-                                       if (out.empty()) out = ": keep-alive\n\n";
-                                       if (!sink.write(out.data(), out.size())) return false;
-                                       if (!c->LoopAlive()) {
-                                         sink.done();
-                                         return false;
-                                       }
-                                       return true;
-                                     });
-  });
+  // Every open stream holds one thread of the pool: at most half the pool streams, so that
+  // streams cannot starve the rest of the API (the others get 503 and may retry).
+  auto streams = std::make_shared<std::atomic<int>>(0);
+  int max_streams = std::max(1, options_.threads / 2);
+  Add("GET", "/events/stream",
+      [c, streams, max_streams](const httplib::Request& req, httplib::Response& res) {
+        int64_t since = 0;
+        if (!QueryInt(req, res, "since", &since)) return;
+        if (streams->fetch_add(1) >= max_streams) {
+          streams->fetch_sub(1);
+          res.set_header("Retry-After", "5");
+          return SendError(res, 503, "unavailable",
+                           absl::StrCat("too many open event streams (at most ", max_streams,
+                                        "); poll GET /events?since= or retry later"));
+        }
+        if (req.has_header("Last-Event-ID")) {
+          int64_t v = 0;
+          if (absl::SimpleAtoi(req.get_header_value("Last-Event-ID"), &v)) since = v;
+        }
+        auto cursor = std::make_shared<int64_t>(since);
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [c, cursor](size_t, httplib::DataSink& sink) {
+              if (!sink.is_writable()) return false;
+              c->WaitForEvents(*cursor, 1000);
+              core::EventFilter filter;
+              filter.after_seq = *cursor;
+              filter.limit = 500;
+              auto events = c->Events(filter);
+              if (!events.ok()) return false;
+              std::string out;
+              for (const auto& e : *events) {
+                absl::StrAppend(&out, "id: ", e.seq, "\nevent: ", e.kind,
+                                "\ndata: ", EventJson(e).dump(), "\n\n");
+                *cursor = e.seq;
+              }
+              if (out.empty()) out = ": keep-alive\n\n";
+              if (!sink.write(out.data(), out.size())) return false;
+              if (!c->LoopAlive()) {
+                sink.done();
+                return false;
+              }
+              return true;
+            },
+            // Runs when the response is destroyed: the stream ended.
+            [streams](bool) { streams->fetch_sub(1); });
+      });
 
   // ---- Registration: exactly the table above.
   size_t max_body = options_.max_body_bytes;

@@ -14,6 +14,9 @@
 // the jobs of its tenant. /healthz and /readyz need no token. With no token configured every
 // request is allowed, and Bind refuses any address that is not loopback.
 //
+// GET /events/stream holds a pool thread per open stream; at most threads/2 streams are open at
+// once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the API.
+//
 // Thread safety: the server answers on a pool of threads; the Controller is thread-safe.
 #pragma once
 

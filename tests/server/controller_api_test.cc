@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
@@ -438,6 +439,63 @@ TEST_F(ControllerApiTest, EventsSinceAndServerSentEvents) {
         return !absl::StrContains(replay, "event: job_scheduled") && replay.size() < (1 << 20);
       });
   EXPECT_TRUE(absl::StrContains(replay, absl::StrCat("id: ", last + 1, "\n"))) << replay;
+}
+
+TEST_F(ControllerApiTest, EventStreamsCannotTakeEveryServerThread) {
+  // The test server has 8 threads: at most 4 streams at once.
+  std::atomic<bool> stop{false};
+  std::atomic<int> open{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.emplace_back([&] {
+      httplib::Client client("127.0.0.1", server_.port());
+      client.set_read_timeout(60);
+      httplib::Headers headers = {{"Authorization", absl::StrCat("Bearer ", kViewerToken)}};
+      client.Get(
+          "/api/v1/events/stream", headers,
+          [&](const httplib::Response& r) {
+            EXPECT_EQ(r.status, 200);
+            ++open;
+            return true;
+          },
+          [&](const char*, size_t) { return !stop.load(); });
+    });
+  }
+  while (open < 4) std::this_thread::yield();
+  // One more stream, hung up at its first chunk (so that without the limit this fails rather
+  // than streams forever).
+  auto one_more = [&] {
+    httplib::Client client("127.0.0.1", server_.port());
+    client.set_read_timeout(60);
+    httplib::Headers headers = {{"Authorization", absl::StrCat("Bearer ", kViewerToken)}};
+    Reply r;
+    client.Get(
+        "/api/v1/events/stream", headers,
+        [&](const httplib::Response& res) {
+          r.status = res.status;
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          r.body.append(data, n);
+          return r.status != 200;  // an error body is read whole; a stream is dropped
+        });
+    r.json = Json::parse(r.body, nullptr, false);
+    return r;
+  };
+  Reply refused = one_more();
+  EXPECT_EQ(refused.status, 503) << refused;
+  EXPECT_EQ(refused.code(), "unavailable");
+  EXPECT_EQ(server_.Get("/api/v1/jobs").status, 200);  // the API still answers
+  stop = true;
+  for (auto& t : readers) t.join();
+  // Once the server noticed the hang-ups (at its next keep-alive write) streams are accepted
+  // again. Bounded wait: at most 200 attempts.
+  int status = 0;
+  for (int attempt = 0; attempt < 200 && status != 200; ++attempt) {
+    status = one_more().status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200);
 }
 
 // Parses Prometheus text format: every sample's family has a TYPE line before it, every value
