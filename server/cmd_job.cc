@@ -6,11 +6,13 @@
 #include "core/json.h"
 #include "server/cli.h"
 #include "server/cli_util.h"
+#include "server/cmd_client.h"
 
 namespace inac::server {
 
 void AddJobCommand(CLI::App& app) {
-  CLI::App* job = app.add_subcommand("job", "Validate job files");
+  CLI::App* job = app.add_subcommand(
+      "job", "Validate job files; submit, list, show and cancel jobs on a running controller");
   job->require_subcommand(1);
   CLI::App* val = job->add_subcommand("validate", "Check a job file ({\"jobs\": [...]})");
   struct Args {
@@ -40,9 +42,10 @@ void AddJobCommand(CLI::App& app) {
     }
     int64_t workers = 0;
     for (const auto& s : *specs) workers += static_cast<int64_t>(s.workers.size());
-    std::cout << args->file << ": ok: " << specs->size() << " job(s), " << workers
-              << " workers" << (topology ? ", all hosts connected" : "") << "\n";
+    std::cout << args->file << ": ok: " << specs->size() << " job(s), " << workers << " workers"
+              << (topology ? ", all hosts connected" : "") << "\n";
   });
+  AddJobClientCommands(job);
 }
 
 }  // namespace inac::server

@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "server/cli.h"
 #include "server/cli_util.h"
+#include "server/cmd_client.h"
 
 namespace inac::server {
 
@@ -30,12 +31,14 @@ struct GenerateArgs {
 void AddCommonOptions(CLI::App* cmd, GenerateArgs* a) {
   cmd->add_option("--ina", a->ina, "INA-capable switches: tor|all|none|random:FRACTION")
       ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Seed for random placement and capacities")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed for random placement and capacities")
+      ->capture_default_str();
   cmd->add_option("--link-gbps", a->link_gbps, "Capacity of every link")->capture_default_str();
   cmd->add_option("--processing-gbps", a->processing,
                   "INA processing capacity: G or lo:hi (uniform)")
       ->capture_default_str();
-  cmd->add_option("--aggregators", a->aggregators, "Aggregators per INA switch")->capture_default_str();
+  cmd->add_option("--aggregators", a->aggregators, "Aggregators per INA switch")
+      ->capture_default_str();
   cmd->add_option("--p4runtime-base-port", a->p4runtime_base_port,
                   "Give switch i the endpoint 127.0.0.1:(PORT+i), device id i+1")
       ->capture_default_str();
@@ -66,13 +69,15 @@ void Emit(const absl::StatusOr<core::Topology>& t, bool compact) {
 }  // namespace
 
 void AddTopoCommand(CLI::App& app) {
-  CLI::App* topo = app.add_subcommand("topo", "Generate and validate topology files");
+  CLI::App* topo = app.add_subcommand(
+      "topo", "Generate and validate topology files; apply or show a running controller's");
   topo->require_subcommand(1);
   CLI::App* gen = topo->add_subcommand("generate", "Print a generated topology as JSON");
   gen->require_subcommand(1);
   auto args = std::make_shared<GenerateArgs>();
 
-  CLI::App* fat = gen->add_subcommand("fat-tree", "Fat-tree: k²/4 core, k²/2 aggregation, k²/2 edge");
+  CLI::App* fat =
+      gen->add_subcommand("fat-tree", "Fat-tree: k²/4 core, k²/2 aggregation, k²/2 edge");
   fat->add_option("--k", args->k, "Even arity k")->required();
   fat->add_option("--hosts-per-edge", args->hosts_per_edge, "Hosts per edge switch (default k/2)");
   AddCommonOptions(fat, args.get());
@@ -94,7 +99,8 @@ void AddTopoCommand(CLI::App& app) {
          args->compact);
   });
 
-  CLI::App* val = topo->add_subcommand("validate", "Check a topology file; every problem on stderr");
+  CLI::App* val =
+      topo->add_subcommand("validate", "Check a topology file; every problem on stderr");
   auto file = std::make_shared<std::string>();
   val->add_option("file", *file, "Topology JSON file")->required();
   val->callback([file] {
@@ -105,9 +111,10 @@ void AddTopoCommand(CLI::App& app) {
     int down = 0;
     for (const auto& l : t->links) down += l.status == core::LinkStatus::kDown ? 1 : 0;
     std::cout << *file << ": ok: " << t->switches.size() << " switches (" << ina
-              << " INA-capable), " << t->hosts.size() << " hosts, " << t->links.size()
-              << " links (" << down << " down)\n";
+              << " INA-capable), " << t->hosts.size() << " hosts, " << t->links.size() << " links ("
+              << down << " down)\n";
   });
+  AddTopoClientCommands(topo);
 }
 
 }  // namespace inac::server
