@@ -2,6 +2,9 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <thread>
+
 #include <atomic>
 #include <cmath>
 #include <regex>
@@ -369,10 +372,20 @@ absl::StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
   return port;
 }
 
-void HttpApi::Serve() { server_->listen_after_bind(); }
+void HttpApi::Serve() {
+  serving_ = true;
+  if (!stop_requested_) server_->listen_after_bind();
+  serving_ = false;
+}
 
 void HttpApi::Stop() {
-  if (server_) server_->stop();
+  if (!server_) return;
+  stop_requested_ = true;
+  // Either Serve() sees stop_requested_ and never listens, or it is serving: wait until its
+  // accept loop runs (or it returned), so that stop() closes the listening socket.
+  while (serving_ && !server_->is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  server_->stop();
 }
 
 void HttpApi::Routes() {

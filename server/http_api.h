@@ -20,6 +20,7 @@
 // Thread safety: the server answers on a pool of threads; the Controller is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,10 @@ class HttpApi {
   Controller* controller_;
   HttpApiOptions options_;
   std::unique_ptr<httplib::Server> server_;
+  // Stop() may run before Serve() has entered cpp-httplib's accept loop; httplib's own stop()
+  // is a no-op then and the later listen would block forever. These make the two meet.
+  std::atomic<bool> serving_{false};
+  std::atomic<bool> stop_requested_{false};
   std::vector<std::string> routes_;
 };
 
