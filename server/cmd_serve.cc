@@ -225,8 +225,10 @@ int Serve(const ServeArgs& args) {
     }
     std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
               << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
-              << "  Dashboard: " << base << "/switches , " << base << "/jobs , " << base
-              << "/events/stream\n"
+              << "  Watch:     " << base << "/switches , " << base << "/jobs , " << base
+              << "/events/stream (JSON and server-sent events; no HTML dashboard yet)\n"
+              << "  CLI:       INAC_SERVER=http://" << host << ":" << *bound
+              << " INAC_TOKEN=" << demo_token << " inac job list\n"
               << "  Token:     " << demo_token << "\n"
               << "  Try:       curl -H 'Authorization: Bearer " << demo_token << "' " << base
               << "/jobs\n"
