@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/cmd_serve.h"
 #include "southbound/emulator/emulated_switch.h"
-#include "southbound/p4runtime_switch_client.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -16,22 +16,6 @@ namespace {
 
 using core::Json;
 using southbound::emulator::EmulatedSwitch;
-
-SwitchClientFactory P4RuntimeFactory() {
-  return [](const core::Switch& sw,
-            uint64_t election_id) -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
-    southbound::P4RuntimeSwitchClientOptions options;
-    options.switch_id = sw.id;
-    options.session.address = sw.p4runtime->address;
-    options.session.device_id = sw.p4runtime->device_id;
-    options.session.election_id = southbound::ElectionId{0, election_id};
-    options.session.connect_timeout = absl::Seconds(10);
-    options.session.rpc_timeout = absl::Seconds(30);
-    auto client = southbound::P4RuntimeSwitchClient::Create(std::move(options));
-    if (!client.ok()) return client.status();
-    return std::unique_ptr<southbound::SwitchClient>(std::move(*client));
-  };
-}
 
 class EmulatedFabricTest : public ::testing::Test {
  protected:
@@ -47,7 +31,7 @@ class EmulatedFabricTest : public ::testing::Test {
       switches_.push_back(std::move(*sw));
     }
     TestServerOptions options;
-    options.factory = P4RuntimeFactory();
+    options.factory = P4RuntimeSwitchClientFactory();  // what `inac serve` uses
     server_ = std::make_unique<TestServer>(options);
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_EQ(server_->PutTopology(topology_), 200);
