@@ -117,7 +117,8 @@ struct Outcome {
 };
 
 Outcome RunPolicy(const inac::core::Topology& topology, const std::vector<TraceJob>& trace,
-                  MemoryPolicy policy, const std::string& routing_name) {
+                  MemoryPolicy policy, const std::string& routing_name,
+                  const inac::scheduler::AggregatorTimingOptions& timing = {}) {
   auto routing = inac::scheduler::MakeRoutingAlgorithm(
       policy == MemoryPolicy::kNoIna ? "no_ina" : routing_name);
   if (!routing.ok()) {
@@ -128,6 +129,7 @@ Outcome RunPolicy(const inac::core::Topology& topology, const std::vector<TraceJ
   options.policy = policy;
   options.routing = routing->get();
   options.placement = inac::scheduler::PlacementRule::kShared;
+  options.timing = timing;
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t c0 = std::clock();
   auto r = inac::scheduler::Simulate(topology, trace, options);
@@ -193,6 +195,60 @@ void Scenario(const std::string& name, const inac::core::Topology& topology,
   std::cout << line << std::endl;
 }
 
+// Where the ESA paper's "up to 1.35x" can come from: atp/esa and the INA ceiling no_ina/esa
+// over memory sizes and model mixes (all jobs at t = 0 on the ToR, 10 slots x {2, 4, 8}
+// workers). One JSON line per point.
+void Sweep() {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> mixes = {
+      {"table", {}},
+      {"comm-heavy", {"BERT-large", "VGG19", "VGG16", "AlexNet"}},
+      {"BERT-large", {"BERT-large"}}};
+  for (const auto& [mix_name, names] : mixes) {
+    std::vector<TraceJob> jobs;
+    for (int slot = 0; slot < 10; ++slot) {
+      const inac::core::ModelProfile* m =
+          names.empty() ? &inac::core::BuiltinModels()[slot % inac::core::BuiltinModels().size()]
+                        : inac::core::FindModel(names[slot % names.size()]);
+      for (int w : kWorkers) {
+        TraceJob j;
+        j.name = absl::StrCat(std::string(m->name), "-", w, "w-", slot);
+        j.model = std::string(m->name);
+        j.gradient_bytes = m->gradient_bytes;
+        j.compute_ms = m->compute_ms;
+        j.workers = w;
+        j.iterations = 1000;
+        jobs.push_back(j);
+      }
+    }
+    for (int64_t a : {250, 500, 1000, 2000, 5000, 20000}) {
+      const auto topo = Tor(a);
+      const double esa = RunPolicy(topo, jobs, MemoryPolicy::kEsa, "atp").mean_jct_s;
+      const double atp = RunPolicy(topo, jobs, MemoryPolicy::kAtp, "atp").mean_jct_s;
+      const double sml = RunPolicy(topo, jobs, MemoryPolicy::kSwitchMl, "atp").mean_jct_s;
+      const double none = RunPolicy(topo, jobs, MemoryPolicy::kNoIna, "atp").mean_jct_s;
+      std::printf(
+          "{\"bench\":\"sim_sweep\",\"mix\":\"%s\",\"aggregators\":%lld,\"esa\":%.2f,"
+          "\"atp\":%.2f,\"switchml\":%.2f,\"no_ina\":%.2f,\"atp_over_esa\":%.4f,"
+          "\"switchml_over_esa\":%.4f,\"no_ina_over_esa\":%.4f}\n",
+          mix_name.c_str(), static_cast<long long>(a), esa, atp, sml, none, atp / esa, sml / esa,
+          none / esa);
+    }
+  }
+  // Sensitivity of S3 to the PS's turnaround (the part of ATP's hold that ESA does not wait for).
+  for (double turnaround : {2.0, 5.0, 10.0, 20.0}) {
+    inac::scheduler::AggregatorTimingOptions timing;
+    timing.host_turnaround_us = turnaround;
+    const auto topo = Tor(2000);
+    const auto jobs = AllAtZeroMix();
+    const double esa = RunPolicy(topo, jobs, MemoryPolicy::kEsa, "atp", timing).mean_jct_s;
+    const double atp = RunPolicy(topo, jobs, MemoryPolicy::kAtp, "atp", timing).mean_jct_s;
+    std::printf(
+        "{\"bench\":\"sim_sweep\",\"mix\":\"table\",\"aggregators\":2000,"
+        "\"host_turnaround_us\":%.0f,\"esa\":%.2f,\"atp\":%.2f,\"atp_over_esa\":%.4f}\n",
+        turnaround, esa, atp, atp / esa);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,6 +267,7 @@ int main(int argc, char** argv) {
     const double rate = OfferedRate(0.8, static_cast<int>(fat.hosts.size()));
     Scenario("S4", fat, Poisson(100, rate, 4), "grid", rate);
   }
+  if (only == "sweep") Sweep();
   if (want("speed")) {
     const auto trace = Poisson(5000, tor_rate, 5);
     const Outcome o = RunPolicy(Tor(20000), trace, MemoryPolicy::kEsa, "atp");

@@ -40,6 +40,7 @@ struct SimArgs {
   double link_latency_us = 1.0;
   double host_turnaround_us = 2.0;
   double milestone = 0.1;
+  std::string traffic = "onoff";
   bool json = false;
   std::string timeline;
 };
@@ -101,6 +102,7 @@ nlohmann::json ToJson(const SimArgs& a, const scheduler::SimResult& r) {
   const scheduler::SimSummary& s = r.summary;
   return {{"policy", a.policy},
           {"routing", a.routing},
+          {"traffic", a.traffic},
           {"jobs", jobs},
           {"summary",
            {{"jobs", s.jobs},
@@ -124,7 +126,8 @@ void PrintText(const SimArgs& a, const scheduler::SimResult& r) {
                 j.finish_s, j.jct_s, j.fallback_bytes, j.preemptions);
   }
   const scheduler::SimSummary& s = r.summary;
-  std::printf("\npolicy %s, routing %s: %d jobs\n", a.policy.c_str(), a.routing.c_str(), s.jobs);
+  std::printf("\npolicy %s, routing %s, traffic %s: %d jobs\n", a.policy.c_str(), a.routing.c_str(),
+              a.traffic.c_str(), s.jobs);
   std::printf("mean JCT %.3f s, p50 %.3f s, p99 %.3f s, makespan %.3f s\n", s.mean_jct_s,
               s.p50_jct_s, s.p99_jct_s, s.makespan_s);
   std::printf("preemptions %.4g, fallback bytes %.4g\n", s.preemptions, s.fallback_bytes);
@@ -157,6 +160,9 @@ void Run(SimArgs a) {
     if (!arrivals.ok()) problems.push_back(std::string(arrivals.status().message()));
   }
   if (!(a.milestone > 0 && a.milestone <= 1)) problems.push_back("--milestone must be in (0, 1]");
+  if (a.traffic != "onoff" && a.traffic != "continuous") {
+    problems.push_back("--traffic must be onoff or continuous");
+  }
   std::vector<int> worker_counts;
   for (absl::string_view part : absl::StrSplit(a.workers, ',', absl::SkipEmpty())) {
     int w = 0;
@@ -222,6 +228,8 @@ void Run(SimArgs a) {
   options.placement = *placement;
   options.seed = a.seed;
   options.milestone_fraction = a.milestone;
+  options.traffic = a.traffic == "continuous" ? scheduler::TrafficModel::kContinuous
+                                              : scheduler::TrafficModel::kOnOff;
   options.timing = {.default_link_latency_us = a.link_latency_us,
                     .host_turnaround_us = a.host_turnaround_us,
                     .arrival_spread_us = a.spread_us};
@@ -279,6 +287,10 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--host-turnaround-us", a->host_turnaround_us, "PS turnaround per round trip")
       ->capture_default_str();
   cmd->add_option("--milestone", a->milestone, "Re-plan every this fraction of a job's iterations")
+      ->capture_default_str();
+  cmd->add_option("--traffic", a->traffic,
+                  "onoff: jobs load links and memory only while communicating; continuous: "
+                  "always (docs/memory.md)")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   cmd->add_option("--timeline", a->timeline, "Write one CSV row per event to this file");

@@ -46,7 +46,8 @@ SwitchContention HashedContention(MemoryPolicy policy, int64_t capacity,
       const double offered = std::max(0.0, load.chunks_per_s) * std::max(0.0, load.hold_s);
       const double demand = std::min(offered, a);
       c.preempted = (esa && a > 0) ? 1.0 - std::exp(-load.hold_s * higher_chunk_rate / a) : 0.0;
-      const double effective = demand * (1.0 - c.preempted / 2);
+      const double effective =
+          std::clamp(load.active_fraction, 0.0, 1.0) * demand * (1.0 - c.preempted / 2);
       if (a > 0 && effective >= a * (1 - 1e-12)) {
         ++saturating;
       } else if (a > 0) {
@@ -84,11 +85,13 @@ SwitchContention HashedContention(MemoryPolicy policy, int64_t capacity,
       c.collision =
           std::clamp(1.0 - (1.0 - std::clamp(blocked, 0.0, 1.0)) * demand / offered, 0.0, 1.0);
       c.unaggregated = c.collision + (1 - c.collision) * c.preempted / 2;
-      c.preemptions_per_s = load.chunks_per_s * (1 - c.collision) * c.preempted;
+      c.preemptions_per_s = std::clamp(load.active_fraction, 0.0, 1.0) * load.chunks_per_s *
+                            (1 - c.collision) * c.preempted;
     }
     higher_occupancy += group_total;
     for (size_t k = begin; k < end; ++k)
-      higher_chunk_rate += std::max(0.0, loads[order[k]].chunks_per_s);
+      higher_chunk_rate += std::clamp(loads[order[k]].active_fraction, 0.0, 1.0) *
+                           std::max(0.0, loads[order[k]].chunks_per_s);
     begin = end;
   }
   for (const ChunkContention& c : result.jobs) result.occupancy += c.occupancy;

@@ -18,6 +18,10 @@
 //       occ_j = c_j h_j (1 - p_j) (1 - q_j / 2).
 //     A preempted chunk sends its partial sum and, on average, half of its remaining fragments
 //     to the PS, so it counts as half a lost aggregation.
+// On/off traffic (ChunkLoad::active_fraction f_j): a job's chunks meet the others' time-average
+// occupancy (independent phases), so every formula above holds with d_j, c_j replaced by
+// f_j d_j, f_j c_j where they describe what the job leaves for others (occupancy, preemption
+// hazard); p_j and q_j stay per chunk sent.
 // Unaggregated fraction psi_j = p_j + (1 - p_j) q_j / 2: per chunk the PS receives
 // (1 - psi_j) + psi_j n_j streams' worth of bytes. At the fixed point sum occ_j <= A.
 // Solved by Gauss-Seidel sweeps in priority order (exact in one sweep when priorities are
@@ -34,17 +38,21 @@ namespace inac::scheduler {
 
 // One job's offered load at one switch.
 struct ChunkLoad {
-  double chunks_per_s = 0;  // c_j >= 0
+  double chunks_per_s = 0;  // c_j >= 0, while the job communicates
   double hold_s = 0;        // h_j >= 0
   int priority = 0;         // esa only
+  // f_j in [0, 1]: fraction of time the job communicates (on/off traffic; 1 = always). Other
+  // jobs' chunks meet its mean occupancy f_j * occ_j, and its chunks preempt at mean rate
+  // f_j * c_j; its own chunks are sent only while it is on.
+  double active_fraction = 1;
 };
 
 struct ChunkContention {
   double collision = 0;          // p_j: fraction of chunks that found their aggregator taken
   double preempted = 0;          // q_j: fraction of placed chunks preempted before completion (esa)
   double unaggregated = 0;       // psi_j: equivalent fraction of chunks not aggregated in network
-  double occupancy = 0;          // occ_j: mean aggregators held
-  double preemptions_per_s = 0;  // chunks of this job preempted per second
+  double occupancy = 0;          // time-average aggregators held (f_j * occ_j)
+  double preemptions_per_s = 0;  // time-average chunks of this job preempted per second
 };
 
 struct SwitchContention {

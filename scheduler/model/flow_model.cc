@@ -109,6 +109,151 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
   return usage;
 }
 
+OnOffShare OnOffFairRates(const std::vector<double>& capacity, const std::vector<OnOffJob>& jobs) {
+  const int n = static_cast<int>(jobs.size());
+  OnOffShare out;
+  out.rates.assign(n, 0.0);
+  out.active_fraction.assign(n, 0.0);
+  out.bottleneck.assign(n, -1);
+  // Average rate at λ (per worker stream).
+  auto average = [&](int j, double lambda) {
+    if (lambda <= 0) return 0.0;
+    if (std::isinf(lambda)) {
+      return jobs[j].compute_s > 0 ? jobs[j].gradient_gbit / jobs[j].compute_s : kUnbounded;
+    }
+    return jobs[j].gradient_gbit / (jobs[j].compute_s + jobs[j].gradient_gbit / lambda);
+  };
+  std::vector<char> frozen(n, 0);
+  std::vector<double> cap(n, kUnbounded);  // burst cap
+  std::vector<int> cap_resource(n, -1);
+  int active = 0;
+  for (int j = 0; j < n; ++j) {
+    cap[j] = jobs[j].flow.limit;
+    for (const auto& [r, c] : jobs[j].flow.coefficients) {
+      if (c <= 0) continue;
+      const double alone = std::max(0.0, capacity[r]) / c;
+      if (alone < cap[j]) {
+        cap[j] = alone;
+        cap_resource[j] = r;
+      }
+    }
+    if (std::isinf(cap[j])) {
+      out.rates[j] = kUnbounded;
+      frozen[j] = 1;
+    } else if (cap[j] <= 0) {
+      frozen[j] = 1;
+      out.bottleneck[j] = cap_resource[j];
+    } else {
+      ++active;
+    }
+  }
+  std::vector<double> fixed_load(capacity.size(), 0.0);  // mean load of frozen jobs
+  for (int j = 0; j < n; ++j) {
+    if (!frozen[j] || std::isinf(out.rates[j])) continue;
+    for (const auto& [r, c] : jobs[j].flow.coefficients) fixed_load[r] += c * average(j, out.rates[j]);
+  }
+  std::vector<double> load(capacity.size(), 0.0);
+  std::vector<int> touched;
+  std::vector<char> mark(capacity.size(), 0);
+  // Mean loads at level t of the resources the unfrozen jobs cross; true when one exceeds its
+  // capacity by more than the tolerance.
+  auto evaluate = [&](double t) {
+    for (int r : touched) load[r] = fixed_load[r];
+    bool over = false;
+    for (int j = 0; j < n; ++j) {
+      if (frozen[j]) continue;
+      const double x = average(j, t);
+      for (const auto& [r, c] : jobs[j].flow.coefficients) load[r] += c * x;
+    }
+    for (int r : touched) {
+      if (load[r] > capacity[r] * (1 + kRelTol) + 1e-12) over = true;
+    }
+    return over;
+  };
+  double level = 0;
+  while (active > 0) {
+    touched.clear();
+    double t_hi = kUnbounded;
+    for (int j = 0; j < n; ++j) {
+      if (frozen[j]) continue;
+      t_hi = std::min(t_hi, cap[j]);
+      for (const auto& [r, c] : jobs[j].flow.coefficients) {
+        if (!mark[r]) {
+          mark[r] = 1;
+          touched.push_back(r);
+        }
+      }
+    }
+    for (int r : touched) mark[r] = 0;
+    double t = t_hi;
+    if (evaluate(t_hi)) {
+      double lo = level;
+      double hi = t_hi;
+      for (int it = 0; it < 64 && hi - lo > kRelTol * std::max(1e-9, hi); ++it) {
+        const double mid = 0.5 * (lo + hi);
+        if (evaluate(mid)) {
+          hi = mid;
+        } else {
+          lo = mid;
+        }
+      }
+      t = lo;
+    }
+    evaluate(t);
+    // Saturated resources at t: within the tolerance of capacity (the tightest one at least).
+    std::vector<char> saturated_here(capacity.size(), 0);
+    int tightest = -1;
+    double tightest_ratio = -1;
+    for (int r : touched) {
+      const double ratio = capacity[r] > 0 ? load[r] / capacity[r] : kUnbounded;
+      if (ratio > tightest_ratio) {
+        tightest_ratio = ratio;
+        tightest = r;
+      }
+      if (load[r] >= capacity[r] * (1 - 1e-7)) saturated_here[r] = 1;
+    }
+    const bool at_cap = t >= t_hi * (1 - kRelTol);
+    if (!at_cap && tightest >= 0) saturated_here[tightest] = 1;
+    int froze = 0;
+    for (int j = 0; j < n; ++j) {
+      if (frozen[j]) continue;
+      int via = -1;
+      for (const auto& [r, c] : jobs[j].flow.coefficients) {
+        if (saturated_here[r]) {
+          via = r;
+          break;
+        }
+      }
+      const bool capped = cap[j] <= t * (1 + kRelTol);
+      if (via < 0 && !capped) continue;
+      frozen[j] = 1;
+      --active;
+      ++froze;
+      out.rates[j] = capped ? cap[j] : t;
+      out.bottleneck[j] = via >= 0 ? via : cap_resource[j];
+      const double x = average(j, out.rates[j]);
+      for (const auto& [r, c] : jobs[j].flow.coefficients) fixed_load[r] += c * x;
+    }
+    level = t;
+    if (froze == 0) break;  // cannot happen: the tightest resource or a cap freezes someone
+  }
+  for (int j = 0; j < n; ++j) {
+    if (!frozen[j]) out.rates[j] = level;
+  }
+  for (int j = 0; j < n; ++j) {
+    const double lambda = out.rates[j];
+    if (std::isinf(lambda)) {
+      out.active_fraction[j] = 0;
+    } else if (lambda <= 0) {
+      out.active_fraction[j] = 1;
+    } else {
+      const double comm = jobs[j].gradient_gbit / lambda;
+      out.active_fraction[j] = comm / (jobs[j].compute_s + comm);
+    }
+  }
+  return out;
+}
+
 FairShare MaxMinFairRates(const std::vector<double>& capacity,
                           const std::vector<VirtualFlow>& flows) {
   const int n = static_cast<int>(flows.size());

@@ -98,6 +98,34 @@ struct FairShare {
 FairShare MaxMinFairRates(const std::vector<double>& capacity,
                           const std::vector<VirtualFlow>& flows);
 
+// A job that alternates computing and communicating (on/off traffic) for OnOffFairRates. `flow`
+// holds the coefficients of both directions (per unit of the job's rate λ, Gbps per worker
+// stream) and its private limit; each iteration it computes `compute_s` seconds, then sends
+// `gradient_gbit` per stream at λ.
+struct OnOffJob {
+  VirtualFlow flow;
+  double gradient_gbit = 0;  // > 0
+  double compute_s = 0;      // >= 0
+};
+
+struct OnOffShare {
+  std::vector<double> rates;            // λ_j while communicating; kUnbounded if nothing limits
+  std::vector<double> active_fraction;  // f_j = (G/λ) / (compute + G/λ), in [0, 1]
+  std::vector<int> bottleneck;          // resource that froze the job; -1: its own line rate/limit
+};
+
+// Flow-level sharing of on/off jobs (mean-field processor sharing; Bonald & Massoulié, "Impact of
+// fairness on Internet performance", SIGMETRICS 2001: on a link of capacity C whose other
+// traffic has mean load ρC, a flow is served at about C(1 − ρ)). A job's average rate is
+// x_j(λ) = G / (compute + G/λ). Progressive filling in λ: all unfrozen jobs rise together; a
+// resource saturates when its mean load Σ_j coeff_rj · x_j(λ_j) reaches its capacity, and the
+// jobs crossing it freeze; a job also freezes at its burst cap min(limit, min_r C_r / coeff_rj)
+// (alone on its links it cannot send faster). With compute_s = 0 for every job this is exactly
+// MaxMinFairRates. Mean loads never exceed capacities (up to 1e-9 relative).
+// Deterministic; O(stages · B · nnz) with B ≤ 64 bisection steps per stage that saturates a
+// resource, one pass per stage otherwise. Precondition: capacities >= 0, gradient_gbit > 0.
+OnOffShare OnOffFairRates(const std::vector<double>& capacity, const std::vector<OnOffJob>& jobs);
+
 // λ of one job alone on `residual`: min(memory limit, min_r residual_r / up_r).
 double SingleJobRate(const JobUsage& usage, const std::vector<double>& residual);
 

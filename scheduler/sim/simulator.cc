@@ -54,6 +54,8 @@ struct RunningJob {
   double up_gbps = 0;
   double down_gbps = 0;
   double iteration_ms = kInf;
+  // Fraction of time the job communicates: comm / iteration (on/off traffic), 1 (continuous).
+  double active_fraction = 1;
   bool routed = false;  // usages computed for `plan`
 };
 
@@ -155,7 +157,7 @@ void Simulation::Record(const std::string& event, const std::string& job) {
   for (const RunningJob& r : running_) {
     for (const JobSwitch& s : r.switches) {
       if (options_.policy != MemoryPolicy::kNoIna)
-        row.fallback_gbps += s.psi * s.inflow * r.up_gbps;
+        row.fallback_gbps += s.psi * s.inflow * r.up_gbps * r.active_fraction;
     }
   }
   timeline_.push_back(std::move(row));
@@ -170,7 +172,8 @@ void Simulation::Advance(double dt) {
     SimJobResult& res = results_[r.trace_index];
     for (const JobSwitch& s : r.switches) {
       if (options_.policy != MemoryPolicy::kNoIna && std::isfinite(r.up_gbps)) {
-        res.fallback_bytes += dt * s.psi * s.inflow * r.up_gbps * kBytesPerGbit;
+        res.fallback_bytes +=
+            dt * s.psi * s.inflow * r.up_gbps * r.active_fraction * kBytesPerGbit;
       }
       res.preemptions += dt * s.preemptions_per_s;
       occupancy_integral_[s.node] += dt * s.occupancy;
@@ -287,15 +290,52 @@ void Simulation::ComputeRates() {
     flows.push_back(VirtualFlow{blend(r, true), r.cap_gbps});
     flows.push_back(VirtualFlow{blend(r, false), kUnbounded});
   }
-  const FairShare share = MaxMinFairRates(network_->residuals(), flows);
-  for (size_t i = 0; i < running_.size(); ++i) {
-    RunningJob& r = running_[i];
-    r.up_gbps = share.rates[2 * i];
-    r.down_gbps = share.rates[2 * i + 1];
+  if (options_.traffic == TrafficModel::kOnOff) {
+    // One unit per job: both directions at λ (the iteration waits for the slower one anyway).
+    std::vector<OnOffJob> jobs;
+    jobs.reserve(running_.size());
+    for (size_t i = 0; i < running_.size(); ++i) {
+      const RunningJob& r = running_[i];
+      const TraceJob& t = trace_[r.trace_index];
+      Coefficients merged = flows[2 * i].coefficients;
+      merged.insert(merged.end(), flows[2 * i + 1].coefficients.begin(),
+                    flows[2 * i + 1].coefficients.end());
+      std::sort(merged.begin(), merged.end());
+      Coefficients combined;
+      for (const auto& [res, v] : merged) {
+        if (!combined.empty() && combined.back().first == res) {
+          combined.back().second += v;
+        } else {
+          combined.emplace_back(res, v);
+        }
+      }
+      jobs.push_back(OnOffJob{.flow = VirtualFlow{std::move(combined), r.cap_gbps},
+                              .gradient_gbit = static_cast<double>(t.gradient_bytes) * 8 / 1e9,
+                              .compute_s = t.compute_ms / 1000.0});
+    }
+    const OnOffShare share = OnOffFairRates(network_->residuals(), jobs);
+    for (size_t i = 0; i < running_.size(); ++i) {
+      running_[i].up_gbps = share.rates[i];
+      running_[i].down_gbps = share.rates[i];
+    }
+  } else {
+    const FairShare share = MaxMinFairRates(network_->residuals(), flows);
+    for (size_t i = 0; i < running_.size(); ++i) {
+      running_[i].up_gbps = share.rates[2 * i];
+      running_[i].down_gbps = share.rates[2 * i + 1];
+    }
+  }
+  for (RunningJob& r : running_) {
     const double g_bits = static_cast<double>(trace_[r.trace_index].gradient_bytes) * 8;
     const double up_ms = r.up_gbps > 0 ? g_bits / (r.up_gbps * 1e6) : kInf;
     const double down_ms = r.down_gbps > 0 ? g_bits / (r.down_gbps * 1e6) : kInf;
-    r.iteration_ms = trace_[r.trace_index].compute_ms + std::max(up_ms, down_ms);
+    const double comm_ms = std::max(up_ms, down_ms);
+    r.iteration_ms = trace_[r.trace_index].compute_ms + comm_ms;
+    r.active_fraction = 1;
+    if (options_.traffic == TrafficModel::kOnOff && std::isfinite(r.iteration_ms) &&
+        r.iteration_ms > 0) {
+      r.active_fraction = comm_ms / r.iteration_ms;
+    }
   }
 }
 
@@ -317,7 +357,8 @@ void Simulation::Contention() {
       loads.push_back(ChunkLoad{
           .chunks_per_s = rate * s.stream_share * kBytesPerGbit / ChunkBytes(s.aggregator_bytes),
           .hold_s = s.hold_s,
-          .priority = r.plan.priority});
+          .priority = r.plan.priority,
+          .active_fraction = r.active_fraction});
     }
     const SwitchContention c = HashedContention(options_.policy, g.aggregators(node), loads);
     for (size_t m = 0; m < members.size(); ++m) {

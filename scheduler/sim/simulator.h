@@ -9,6 +9,9 @@
 // constant. At every event the simulator re-plans memory and recomputes rates; when the set of
 // running jobs changed it re-routes them first.
 //
+// Traffic (SimOptions::traffic): on/off by default — a job communicates only for G/λ of each
+// iteration, and links and aggregators carry its mean load (mean-field processor sharing,
+// OnOffFairRates); or continuous (every job always sending at λ, max-min fair).
 // Rates: job j's per-unit usage is its routed usage u_j blended with the usage of its PS
 // fallback at each aggregating switch v: u_j + sum_v psi_jv (u_j^{v->PS} - u_j), where psi_jv is
 // the fraction of its chunks not aggregated at v:
@@ -40,12 +43,24 @@
 
 namespace inac::scheduler {
 
+// How jobs load links and memory between events.
+enum class TrafficModel {
+  // Each iteration a job computes, then sends its gradient at λ; links and aggregators see its
+  // mean load (OnOffFairRates: mean-field processor sharing; ChunkLoad::active_fraction). Bytes
+  // sent per iteration are exactly G per stream. The default.
+  kOnOff,
+  // Every running job sends at λ all the time (classic max-min fair flow level): conservative,
+  // it charges links and memory with a load the job only has while communicating.
+  kContinuous,
+};
+
 struct SimOptions {
   MemoryPolicy policy = MemoryPolicy::kEsa;
   // Routing of the running jobs. Not owned; required. For kNoIna any algorithm works (every
   // aggregation falls back to the PS); "no_ina" routing gives load-balanced paths as well.
   const RoutingAlgorithm* routing = nullptr;
   AggregatorTimingOptions timing;
+  TrafficModel traffic = TrafficModel::kOnOff;
   // Not owned; nullptr: ShortestRemainingWorkWithAging with default options.
   const PriorityFunction* priority = nullptr;
   PlacementRule placement = PlacementRule::kShared;

@@ -22,6 +22,30 @@ TEST(HashedContentionTest, AtpSymmetricPairSolvesClosedForm) {
   EXPECT_NEAR(c.occupancy, 400 / 1.2, 1e-9);
 }
 
+TEST(HashedContentionTest, OnOffJobsMeetTheOthersMeanOccupancy) {
+  // The pair above, each on half the time: every formula holds with the demand halved where it
+  // is what the job leaves for others. p = f x (1 - p) with f x = 0.1: p = 0.1 / 1.1; the mean
+  // occupancy is f times 200 (1 - p).
+  std::vector<ChunkLoad> loads = {{.chunks_per_s = 1e8, .hold_s = 2e-6, .active_fraction = 0.5},
+                                  {.chunks_per_s = 1e8, .hold_s = 2e-6, .active_fraction = 0.5}};
+  const SwitchContention c = HashedContention(MemoryPolicy::kAtp, 1000, loads);
+  for (const ChunkContention& j : c.jobs) {
+    EXPECT_NEAR(j.collision, 0.1 / 1.1, 1e-12);
+    EXPECT_NEAR(j.occupancy, 0.5 * 200 * (1 - 0.1 / 1.1), 1e-9);
+  }
+  // ESA: the low job is preempted at the high job's mean chunk rate f c.
+  loads[0].priority = 2;
+  loads[1].priority = 1;
+  const SwitchContention e = HashedContention(MemoryPolicy::kEsa, 1000, loads);
+  EXPECT_NEAR(e.jobs[0].collision, 0, 1e-15);
+  EXPECT_NEAR(e.jobs[1].preempted, 1 - std::exp(-2e-6 * 0.5 * 1e8 / 1000), 1e-12);
+  EXPECT_NEAR(e.jobs[1].collision, 0.5 * 200 / 1000, 1e-12);  // meets the high job's 100
+  // Always on (f = 1) is the default and gives the continuous closed form.
+  loads = {{.chunks_per_s = 1e8, .hold_s = 2e-6}, {.chunks_per_s = 1e8, .hold_s = 2e-6}};
+  EXPECT_NEAR(HashedContention(MemoryPolicy::kAtp, 1000, loads).jobs[0].collision, 0.2 / 1.2,
+              1e-12);
+}
+
 TEST(HashedContentionTest, AtpIgnoresPriorities) {
   std::vector<ChunkLoad> loads = {{.chunks_per_s = 1e8, .hold_s = 2e-6, .priority = 9},
                                   {.chunks_per_s = 1e8, .hold_s = 2e-6, .priority = 1}};
@@ -84,7 +108,8 @@ TEST(HashedContentionTest, InvariantsOnRandomLoads) {
     for (int i = 0; i < n; ++i) {
       loads.push_back({.chunks_per_s = uniform() * 1e8,
                        .hold_s = uniform() * 1e-5,
-                       .priority = static_cast<int>(uniform() * 5)});
+                       .priority = static_cast<int>(uniform() * 5),
+                       .active_fraction = round % 2 == 0 ? 1.0 : uniform()});
     }
     const int64_t cap = static_cast<int64_t>(uniform() * 3000);
     for (MemoryPolicy p : {MemoryPolicy::kAtp, MemoryPolicy::kEsa}) {

@@ -247,6 +247,61 @@ TEST(MaxMinFairRatesTest, CoefficientsAndPrivateLimits) {
   EXPECT_TRUE(std::isinf(none.rates[0]));
 }
 
+TEST(OnOffFairRatesTest, WithoutComputeItIsMaxMinFair) {
+  const std::vector<double> cap = {10, 2};
+  const std::vector<VirtualFlow> flows = {VirtualFlow{{{0, 1.0}}},
+                                          VirtualFlow{{{0, 1.0}, {1, 1.0}}}};
+  const FairShare mm = MaxMinFairRates(cap, flows);
+  const OnOffShare oo = OnOffFairRates(cap, {OnOffJob{flows[0], 1.0, 0.0},
+                                             OnOffJob{flows[1], 1.0, 0.0}});
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_NEAR(oo.rates[j], mm.rates[j], 1e-6);
+    EXPECT_NEAR(oo.active_fraction[j], 1.0, 1e-12);
+    EXPECT_EQ(oo.bottleneck[j], mm.bottleneck[j]);
+  }
+}
+
+TEST(OnOffFairRatesTest, JobsThatMostlyComputeBurstAtLineRate) {
+  // Two jobs on a 10 Gbps link, 1 Gbit per iteration and 1 s of compute: at λ = 10 each has a
+  // mean rate of 1 / (1 + 0.1) = 0.909 Gbps, together far below 10: both burst at 10 Gbps.
+  const OnOffShare s = OnOffFairRates(
+      {10}, {OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 1.0}, OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 1.0}});
+  EXPECT_NEAR(s.rates[0], 10, 1e-9);
+  EXPECT_NEAR(s.rates[1], 10, 1e-9);
+  EXPECT_NEAR(s.active_fraction[0], 0.1 / 1.1, 1e-12);
+  EXPECT_EQ(s.bottleneck[0], 0);  // its burst cap is the link
+}
+
+TEST(OnOffFairRatesTest, MeanLoadSaturatesTheLink) {
+  // Ten jobs, 1 Gbit per iteration and 0.1 s compute, on a 10 Gbps link: the mean load
+  // 10 / (0.1 + 1/λ) reaches 10 at λ = 1/0.9 Gbps (each job's mean rate is 1 Gbps).
+  std::vector<OnOffJob> jobs(10, OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 0.1});
+  const OnOffShare s = OnOffFairRates({10}, jobs);
+  for (int j = 0; j < 10; ++j) {
+    EXPECT_NEAR(s.rates[j], 1 / 0.9, 1e-6);
+    EXPECT_NEAR(s.active_fraction[j], 0.9, 1e-6);
+  }
+  // A job that also crosses a 0.5 Gbps link freezes there; the others share what it leaves.
+  jobs[0].flow.coefficients.push_back({1, 1.0});
+  const OnOffShare t = OnOffFairRates({10, 0.5}, jobs);
+  EXPECT_NEAR(t.rates[0], 0.5, 1e-9);
+  EXPECT_EQ(t.bottleneck[0], 1);
+  const double mean0 = 1 / (0.1 + 1 / 0.5);
+  double load = mean0;
+  for (int j = 1; j < 10; ++j) load += 1 / (0.1 + 1 / t.rates[j]);
+  EXPECT_NEAR(load, 10, 1e-6);
+  EXPECT_GT(t.rates[1], 1 / 0.9);
+}
+
+TEST(OnOffFairRatesTest, PrivateLimitsAndUnboundedJobs) {
+  const OnOffShare s = OnOffFairRates(
+      {100}, {OnOffJob{VirtualFlow{{{0, 2.0}}, 5.0}, 1.0, 0.5}, OnOffJob{VirtualFlow{}, 1.0, 0.5}});
+  EXPECT_NEAR(s.rates[0], 5, 1e-12);
+  EXPECT_EQ(s.bottleneck[0], -1);
+  EXPECT_TRUE(std::isinf(s.rates[1]));
+  EXPECT_DOUBLE_EQ(s.active_fraction[1], 0);
+}
+
 TEST(FlowEvaluatorTest, TwoJobsShareTheirCommonLinkFairly) {
   PlanningInput in = Star(10, 100, 1);
   in.jobs.push_back(JobInput{8, testing::PsJob("k", {"W1"}, {"PS"})});

@@ -39,10 +39,14 @@ std::vector<TraceJob> TwoJobs() {
   return {l, s};
 }
 
-SimResult Simulated(MemoryPolicy policy, int64_t aggregators) {
+// The scenarios below were computed for continuous traffic (every running job always sends);
+// the on/off ones (OnOff*) for the default traffic model.
+SimResult Simulated(MemoryPolicy policy, int64_t aggregators,
+                    TrafficModel traffic = TrafficModel::kContinuous) {
   static const testing::TorAggregationRouting routing;
   SimOptions options;
   options.policy = policy;
+  options.traffic = traffic;
   options.routing = &routing;
   options.timing = {
       .default_link_latency_us = 1, .host_turnaround_us = 1.968, .arrival_spread_us = 1.984};
@@ -99,6 +103,56 @@ TEST(SimScenarioTest, AtpCollides) {
   const double p = std::sqrt(2.0) - 1;
   EXPECT_NEAR(r.jobs[1].fallback_bytes, p * 2 * (100 / std::sqrt(2.0)) * 1e9 / 8 * t_shared, 1e3);
   EXPECT_DOUBLE_EQ(r.summary.preemptions, 0);
+}
+
+// On/off traffic: each iteration a job computes 1 ms, then sends G at λ. The two jobs share no
+// link, so λ is each job's own bottleneck; the memory is shared through the time-average
+// occupancy f_j occ_j of the other job, f_j = comm / iteration.
+TEST(SimScenarioTest, OnOffNoInaAndSwitchMlAreUnchangedAndCountExactBytes) {
+  const SimResult none = Simulated(MemoryPolicy::kNoIna, 300, TrafficModel::kOnOff);
+  EXPECT_NEAR(none.jobs[0].jct_s, 6.0, kTol);
+  EXPECT_NEAR(none.jobs[1].jct_s, 0.9, kTol);
+  const SimResult sml = Simulated(MemoryPolicy::kSwitchMl, 300, TrafficModel::kOnOff);
+  EXPECT_NEAR(sml.jobs[0].jct_s, 4.0, kTol);
+  EXPECT_NEAR(sml.jobs[1].jct_s, 0.9, kTol);
+  // S sends exactly G per worker per iteration, all of it to its PS: 2 x 12.5 MB x 300
+  // (continuous traffic charges 1.5x that: 50 Gbps for the whole 3 ms iteration).
+  EXPECT_NEAR(sml.jobs[1].fallback_bytes, 2 * 12.5e6 * 300, 1e-3);
+  EXPECT_DOUBLE_EQ(sml.summary.switches.at("s1").peak_in_use, 300);  // a pool is held while off
+}
+
+TEST(SimScenarioTest, OnOffAtpCollidesWithTheOtherJobsMeanOccupancy) {
+  // While both run, symmetric: rate x = 1 / (1 + p) of 100 Gbps (PS link carries 1 + p), comm
+  // (1 + p) ms, f = (1 + p) / (2 + p); a chunk meets the other job's mean occupancy
+  // f * 300 x (1 - p) of 300, so p = f x (1 - p) = (1 - p) / (2 + p): p^2 + 3p - 1 = 0.
+  const double p = (std::sqrt(13.0) - 3) / 2;
+  const SimResult r = Simulated(MemoryPolicy::kAtp, 300, TrafficModel::kOnOff);
+  const double t_shared = 300 * (2 + p) * 1e-3;  // S's JCT
+  EXPECT_NEAR(r.jobs[1].jct_s, t_shared, kTol);
+  EXPECT_NEAR(r.jobs[0].jct_s, 1 + t_shared + (2000 - 500 - 300) * 2e-3, kTol);
+  // A fraction p of S's chunks reach the PS as 2 fragments each: p x 2 x G per iteration.
+  EXPECT_NEAR(r.jobs[1].fallback_bytes, p * 2 * 12.5e6 * 300, 1e-2);
+  // Mean occupancy while both run: each f x 300 x (1 - p) = 300 (1 - p) / (2 + p).
+  EXPECT_LT(r.summary.switches.at("s1").peak_in_use, 300);
+}
+
+TEST(SimScenarioTest, OnOffEsaShortJobKeepsItsWindowWhileOn) {
+  // S outranks L. S never collides (100 Gbps, f_S = 1/2, mean occupancy 50 of 100). L's chunks
+  // meet S's mean occupancy: p_L = 1/2; a placed chunk of L is preempted with
+  // q_L = 1 - exp(-h f_S c_S / A) = 1 - exp(-1/2) and counts half lost:
+  // psi_L = 1/2 + (1/2)(q_L / 2). L's PS link carries 1 + psi_L: iteration 2 + psi_L ms.
+  const double q = 1 - std::exp(-0.5);
+  const double psi = 0.5 + 0.5 * q / 2;
+  const SimResult r = Simulated(MemoryPolicy::kEsa, 100, TrafficModel::kOnOff);
+  EXPECT_NEAR(r.jobs[1].jct_s, 0.6, kTol);
+  const double l_during = 600 / (2 + psi);  // L's iterations while S runs
+  EXPECT_NEAR(r.jobs[0].jct_s, 1.6 + (1500 - l_during) * 2e-3, kTol);
+  EXPECT_NEAR(r.jobs[0].fallback_bytes, psi * 2 * 12.5e6 * l_during, 1e-1);
+  EXPECT_DOUBLE_EQ(r.jobs[1].fallback_bytes, 0);
+  EXPECT_GT(r.jobs[0].preemptions, 0);
+  // On/off: both policies beat their continuous-traffic JCTs, and ESA still beats ATP.
+  const SimResult atp = Simulated(MemoryPolicy::kAtp, 300, TrafficModel::kOnOff);
+  EXPECT_LT(r.summary.mean_jct_s, atp.summary.mean_jct_s);
 }
 
 TEST(SimScenarioTest, OrderOfPoliciesOnMeanJct) {

@@ -16,33 +16,6 @@
 namespace inac::systest {
 namespace {
 
-struct CliRun {
-  int exit = -1;
-  std::string out;  // stdout; stderr is appended after a "--stderr--" line
-};
-
-// Runs `inac <args>` through the shell with stderr captured separately.
-CliRun Inac(const std::string& args, const std::string& dir) {
-  std::string err_path = dir + "/stderr.txt";
-  std::string cmd = std::string(InacBinary()) + " " + args + " 2>" + err_path;
-  CliRun run;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) run.out.append(buf, n);
-  int status = pclose(p);
-  run.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  run.out += "--stderr--\n" + std::string(std::istreambuf_iterator<char>(err), {});
-  return run;
-}
-
-std::string WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  return path;
-}
-
 class CliClientTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -65,11 +38,11 @@ class CliClientTest : public testing::Test {
 TEST_F(CliClientTest, AppliesTopologySubmitsListsAndCancels) {
   core::Topology t = LeafSpine(2, 1, 3);
   std::string topo = WriteFile(dir_ + "/topo.json", core::TopologyToJson(t).dump());
-  CliRun r = Inac("topo apply " + topo + " " + server_, dir_);
+  CliRun r = RunInac("topo apply " + topo + " " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   EXPECT_NE(r.out.find("applied, version 1"), std::string::npos) << r.out;
 
-  r = Inac("topo show " + server_, dir_);
+  r = RunInac("topo show " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   EXPECT_NE(r.out.find(t.hosts[0].id), std::string::npos);
 
@@ -85,13 +58,13 @@ TEST_F(CliClientTest, AppliesTopologySubmitsListsAndCancels) {
   second["name"] = "k";
   second["tenant"] = "team b";
   std::string jobs = WriteFile(dir_ + "/jobs.json", Json{{"jobs", {job, second}}}.dump());
-  r = Inac("job submit " + jobs + " --idempotency-key launch-1 " + server_, dir_);
+  r = RunInac("job submit " + jobs + " --idempotency-key launch-1 " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   // A retry with the same key creates nothing new.
-  r = Inac("job submit " + jobs + " --idempotency-key launch-1 " + server_, dir_);
+  r = RunInac("job submit " + jobs + " --idempotency-key launch-1 " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
 
-  r = Inac("job list --json --all --limit 1 " + server_, dir_);
+  r = RunInac("job list --json --all --limit 1 " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   Json listed = Json::parse(r.out.substr(0, r.out.find("--stderr--")));
   ASSERT_EQ(listed.size(), 2u) << r.out;
@@ -99,53 +72,53 @@ TEST_F(CliClientTest, AppliesTopologySubmitsListsAndCancels) {
   EXPECT_EQ(listed[1]["spec"]["name"], "k");
 
   // The tenant filter, with a value that needs URL encoding.
-  r = Inac("job list --json --tenant 'team b' " + server_, dir_);
+  r = RunInac("job list --json --tenant 'team b' " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   listed = Json::parse(r.out.substr(0, r.out.find("--stderr--")));
   ASSERT_EQ(listed.size(), 1u) << r.out;
   EXPECT_EQ(listed[0]["spec"]["name"], "k");
 
   int64_t id = listed[0]["id"].get<int64_t>();
-  r = Inac("job cancel " + std::to_string(id) + " " + server_, dir_);
+  r = RunInac("job cancel " + std::to_string(id) + " " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   EXPECT_NE(r.out.find("\"cancelled\""), std::string::npos) << r.out;
   // Cancelling again is an illegal transition: the server's 409 becomes exit 2.
-  r = Inac("job cancel " + std::to_string(id) + " " + server_, dir_);
+  r = RunInac("job cancel " + std::to_string(id) + " " + server_, dir_);
   EXPECT_EQ(r.exit, 2) << r.out;
   EXPECT_NE(r.out.find("HTTP 409"), std::string::npos) << r.out;
 
-  r = Inac("job list --state cancelled " + server_, dir_);
+  r = RunInac("job list --state cancelled " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   EXPECT_NE(r.out.find("cancelled"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(" j\n"), std::string::npos) << r.out;
 }
 
 TEST_F(CliClientTest, RefusalsAndUnreachableServersHaveTheirExitCodes) {
-  CliRun r = Inac("job get 424242 " + server_, dir_);
+  CliRun r = RunInac("job get 424242 " + server_, dir_);
   EXPECT_EQ(r.exit, 2) << r.out;
   EXPECT_NE(r.out.find("HTTP 404 not_found"), std::string::npos) << r.out;
 
-  r = Inac("job list --state bogus " + server_, dir_);
+  r = RunInac("job list --state bogus " + server_, dir_);
   EXPECT_EQ(r.exit, 2) << r.out;
   EXPECT_NE(r.out.find("[field state]"), std::string::npos) << r.out;
 
   std::string bad = WriteFile(dir_ + "/bad.json", R"({"jobs": [{"name": "x"}]})");
-  r = Inac("job submit " + bad + " " + server_, dir_);
+  r = RunInac("job submit " + bad + " " + server_, dir_);
   EXPECT_EQ(r.exit, 2) << r.out;
   EXPECT_NE(r.out.find("jobs[0]: HTTP 400 invalid_argument"), std::string::npos) << r.out;
 
   std::string notjson = WriteFile(dir_ + "/notjson.json", "{");
-  r = Inac("topo apply " + notjson + " " + server_, dir_);
+  r = RunInac("topo apply " + notjson + " " + server_, dir_);
   EXPECT_EQ(r.exit, 2) << r.out;
   EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
 
-  r = Inac("job list --server ftp://example", dir_);
+  r = RunInac("job list --server ftp://example", dir_);
   EXPECT_EQ(r.exit, 2) << r.out;
-  r = Inac("job get 0 " + server_, dir_);  // ids are positive
+  r = RunInac("job get 0 " + server_, dir_);  // ids are positive
   EXPECT_EQ(r.exit, 2) << r.out;
 
   // Nobody listens on port 1: the operation failed (1), it was not bad input.
-  r = Inac("job list --server http://127.0.0.1:1", dir_);
+  r = RunInac("job list --server http://127.0.0.1:1", dir_);
   EXPECT_EQ(r.exit, 1) << r.out;
   EXPECT_NE(r.out.find("cannot reach"), std::string::npos) << r.out;
 }

@@ -42,6 +42,27 @@ std::string MakeTempDir(const std::string& prefix) {
   return dir ? std::string(dir) : std::string();
 }
 
+CliRun RunInac(const std::string& args, const std::string& dir) {
+  std::string err_path = dir + "/stderr.txt";
+  std::string cmd = std::string(InacBinary()) + " " + args + " 2>" + err_path;
+  CliRun run;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return run;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) run.out.append(buf, n);
+  int status = pclose(p);
+  run.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  run.out += "--stderr--\n" + std::string(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+std::string WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+
 // ------------------------------------------------------------------------------------------------
 // ChildProcess
 

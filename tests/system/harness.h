@@ -51,6 +51,19 @@ const char* InacBinary();
 // A fresh directory under the test's TMPDIR for logs, configs and databases.
 std::string MakeTempDir(const std::string& prefix);
 
+// One finished `inac` command-line run.
+struct CliRun {
+  int exit = -1;
+  std::string out;  // stdout; stderr is appended after a "--stderr--" line
+};
+
+// Runs `inac <args>` through the shell (args are shell words: quote paths with spaces) with
+// stderr captured in `dir`/stderr.txt, and waits for it.
+CliRun RunInac(const std::string& args, const std::string& dir);
+
+// Writes `text` to `path` and returns `path`.
+std::string WriteFile(const std::string& path, const std::string& text);
+
 class ChildProcess {
  public:
   // Starts `InacBinary() args...`. stdout and stderr go to `log_path` (appended).
