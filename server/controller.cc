@@ -333,6 +333,37 @@ absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topolog
   return plan;
 }
 
+absl::StatusOr<bool> Controller::RefreshPriorities(const core::Snapshot& snapshot,
+                                                   int64_t* plan_version) {
+  // ESA only: the other policies do not act on priorities in the data plane.
+  if (options_.memory_policy != "esa" || !snapshot.plan || !snapshot.topology) return false;
+  const int64_t now = clock_();
+  std::vector<scheduler::MemoryJobState> states;
+  for (const core::Job& job : snapshot.jobs) {
+    if (snapshot.plan->plan.FindJob(job.id) != nullptr) {
+      states.push_back(scheduler::MemoryJobStateFromJob(job, now));
+    }
+  }
+  core::Plan plan = snapshot.plan->plan;
+  if (!scheduler::RefreshPriorities(states, nullptr, &plan)) return false;
+  plan.version = 0;  // next version; same routes, aggregators and fingerprint
+  auto intents = core::DeriveSwitchIntents(snapshot.topology->topology, plan);
+  auto version = storage_->plans().Save(
+      plan, intents, now,
+      {MakeEvent(now, "plan_saved", std::nullopt,
+                 absl::StrCat("priorities refreshed from progress and age (plan ",
+                              snapshot.plan->plan.version, " re-ranked, routes kept)"))});
+  if (!version.ok()) return version.status();
+  *plan_version = *version;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.priority_refreshes++;
+  }
+  spdlog::info("event=priorities_refreshed version={} jobs={}", *version, plan.jobs.size());
+  event_cv_.notify_all();
+  return true;
+}
+
 absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
                                              int64_t* plan_version) {
   std::string fingerprint = Fingerprint(snapshot);
@@ -357,7 +388,7 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
       if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
       event_cv_.notify_all();
     }
-    return false;
+    return RefreshPriorities(snapshot, plan_version);
   }
   const core::Topology& topology = snapshot.topology->topology;
   // Jobs that can be placed now: hosts present and connected over up links.

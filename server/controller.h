@@ -124,6 +124,7 @@ struct JobConfig {
 struct ControllerMetrics {
   std::map<core::JobState, int64_t> jobs_by_state;
   int64_t plans_computed = 0;
+  int64_t priority_refreshes = 0;  // plan versions that only re-ranked ESA priorities
   double last_plan_ms = 0;
   double plan_ms_sum = 0;
   int64_t reconcile_runs = 0;
@@ -203,6 +204,10 @@ class Controller {
   bool WatchSwitches();
   void Pass();
   absl::StatusOr<bool> MaybeReplan(const core::Snapshot& snapshot, int64_t* plan_version);
+  // With the current plan's inputs unchanged: re-ranks the ESA priorities from progress and age
+  // (scheduler::RefreshPriorities) and saves a new plan version (same routes and aggregators)
+  // when the order changed. True when it saved one.
+  absl::StatusOr<bool> RefreshPriorities(const core::Snapshot& snapshot, int64_t* plan_version);
   void SyncSwitchSlots(const core::Topology& topology);
   // A switch's state (and the events of its visit) to be written after the visit.
   struct SwitchStateWrite {

@@ -285,6 +285,10 @@ std::string RenderMetrics(const ControllerMetrics& m) {
     << "# TYPE inac_plan_duration_seconds summary\n"
     << "inac_plan_duration_seconds_sum " << m.plan_ms_sum / 1000.0 << "\n"
     << "inac_plan_duration_seconds_count " << m.plans_computed << "\n";
+  o << "# HELP inac_priority_refreshes_total Plan versions that only re-ranked ESA priorities "
+       "from progress and age.\n"
+    << "# TYPE inac_priority_refreshes_total counter\ninac_priority_refreshes_total "
+    << m.priority_refreshes << "\n";
   o << "# HELP inac_plan_last_duration_seconds Duration of the last planning run.\n"
     << "# TYPE inac_plan_last_duration_seconds gauge\n"
     << "inac_plan_last_duration_seconds " << m.last_plan_ms / 1000.0 << "\n";

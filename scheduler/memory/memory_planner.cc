@@ -43,7 +43,7 @@ std::vector<std::string> FewestHopPath(const core::Graph& graph, const std::stri
 
 }  // namespace
 
-MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms) {
+MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms, int64_t age_grid_ms) {
   MemoryJobState state;
   state.id = job.id;
   state.user_priority = job.spec.priority;
@@ -51,7 +51,15 @@ MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms) {
   const int64_t remaining = std::max<int64_t>(0, job.spec.iterations - job.iterations_done);
   state.remaining_comm_bytes =
       static_cast<double>(remaining) * static_cast<double>(job.spec.gradient_bytes);
-  state.age_s = std::max<double>(0, static_cast<double>(now_ms - job.created_ms) / 1000.0);
+  if (age_grid_ms > 0) {
+    auto tick = [&](int64_t ms) {  // floor division, also for times before the epoch
+      return ms >= 0 ? ms / age_grid_ms : -((-ms + age_grid_ms - 1) / age_grid_ms);
+    };
+    state.age_s = std::max<double>(
+        0, static_cast<double>(tick(now_ms) - tick(job.created_ms)) * age_grid_ms / 1000.0);
+  } else {
+    state.age_s = std::max<double>(0, static_cast<double>(now_ms - job.created_ms) / 1000.0);
+  }
   state.admission = job.created_ms;
   return state;
 }
@@ -84,6 +92,44 @@ void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::
   }
   std::erase_if(job->aggregator_paths,
                 [&](const core::AggregatorPlan& agg) { return agg.switch_id == switch_id; });
+}
+
+namespace {
+
+// Jobs ranked by priority (desc, then id): the ids, and for each whether it ties the previous one.
+std::vector<std::pair<core::JobId, bool>> PriorityOrder(const core::Plan& plan) {
+  std::vector<const core::JobPlan*> ranked;
+  for (const core::JobPlan& jp : plan.jobs) {
+    if (jp.ring.empty()) ranked.push_back(&jp);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const core::JobPlan* a, const core::JobPlan* b) {
+    return a->priority != b->priority ? a->priority > b->priority : a->job_id < b->job_id;
+  });
+  std::vector<std::pair<core::JobId, bool>> order;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    order.emplace_back(ranked[i]->job_id, i > 0 && ranked[i]->priority == ranked[i - 1]->priority);
+  }
+  return order;
+}
+
+}  // namespace
+
+bool RefreshPriorities(const std::vector<MemoryJobState>& jobs, const PriorityFunction* priority,
+                       core::Plan* plan) {
+  const ShortestRemainingWorkWithAging default_priority;
+  const PriorityFunction& priority_fn = priority != nullptr ? *priority : default_priority;
+  std::map<core::JobId, const MemoryJobState*> state_of;
+  for (const MemoryJobState& s : jobs) state_of[s.id] = &s;
+  const auto before = PriorityOrder(*plan);
+  for (core::JobPlan& jp : plan->jobs) {
+    auto it = state_of.find(jp.job_id);
+    if (!jp.ring.empty() || it == state_of.end()) continue;
+    jp.priority = priority_fn.Priority(PriorityInput{
+        .user_priority = it->second->user_priority,
+        .remaining_comm_bytes = it->second->remaining_comm_bytes,
+        .age_s = it->second->age_s});
+  }
+  return PriorityOrder(*plan) != before;
 }
 
 absl::Status AssignAggregators(const core::Graph& graph, const std::vector<MemoryJobState>& jobs,

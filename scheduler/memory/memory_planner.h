@@ -37,8 +37,15 @@ struct MemoryJobState {
   int64_t admission = 0;             // admission order (arrival time in ms, say)
 };
 
-// From a controller's job record; `now_ms` is the caller's clock (Unix ms).
-MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms);
+// From a controller's job record; `now_ms` is the caller's clock (Unix ms). The age is counted in
+// whole periods of `age_grid_ms` of that clock (ticks since the epoch at now minus at creation,
+// times the period), so every job ages at the same instants: with the grid equal to the aging
+// step of ShortestRemainingWorkWithAging (10 s by default) aging raises all priorities together
+// and never re-orders a fixed set of jobs by itself (no churn of ESA priorities in the switches);
+// an older job still outranks a newer one of equal work by the ticks between them.
+// age_grid_ms <= 0: the exact age.
+MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms,
+                                     int64_t age_grid_ms = 10'000);
 
 struct MemoryPlannerOptions {
   MemoryPolicy policy = MemoryPolicy::kEsa;
@@ -55,6 +62,15 @@ struct MemoryPlannerOptions {
 absl::Status AssignAggregators(const core::Graph& graph, const std::vector<MemoryJobState>& jobs,
                                const core::Plan* previous, const MemoryPlannerOptions& options,
                                core::Plan* plan);
+
+// Between re-plans ESA's data-plane priorities follow the jobs' progress (ALGORITHMS.md section 3,
+// controller side): recomputes JobPlan::priority, with `priority` (nullptr: the default
+// ShortestRemainingWorkWithAging), of every JobPlan that has a state in `jobs` and is not a ring
+// (ring jobs hold no switch state), leaving routes and aggregators alone. Returns true when the
+// order the switches act on changed: the jobs ranked by priority (desc), ties kept as ties, differ
+// from before; a uniform shift (every job aged by one step) is no change. Deterministic.
+bool RefreshPriorities(const std::vector<MemoryJobState>& jobs, const PriorityFunction* priority,
+                       core::Plan* plan);
 
 // The INA switches where `job` aggregates, sorted, unique.
 std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const core::JobPlan& job);

@@ -116,8 +116,59 @@ TEST(MemoryPlannerTest, JobStateFromControllerRecord) {
   EXPECT_EQ(s.id, 4);
   EXPECT_EQ(s.user_priority, 2);
   EXPECT_DOUBLE_EQ(s.remaining_comm_bytes, 600);
-  EXPECT_DOUBLE_EQ(s.age_s, 5);
+  EXPECT_DOUBLE_EQ(s.age_s, 0);  // the same 10 s tick of the clock
   EXPECT_EQ(s.admission, 1000);
+  EXPECT_DOUBLE_EQ(MemoryJobStateFromJob(job, 6000, 0).age_s, 5);  // exact age
+  // Ages count global ticks: created at 9.999 s and 1 s, both are one tick old at 10 s and 19 s.
+  EXPECT_DOUBLE_EQ(MemoryJobStateFromJob(job, 10'000).age_s, 10);
+  EXPECT_DOUBLE_EQ(MemoryJobStateFromJob(job, 19'999).age_s, 10);
+  job.created_ms = 9'999;
+  EXPECT_DOUBLE_EQ(MemoryJobStateFromJob(job, 10'000).age_s, 10);
+  EXPECT_DOUBLE_EQ(MemoryJobStateFromJob(job, 5'000).age_s, 0);  // clock behind: never negative
+}
+
+}  // namespace
+}  // namespace inac::scheduler
+
+namespace inac::scheduler {
+namespace {
+
+TEST(RefreshPrioritiesTest, ReRanksOnProgressButNotOnAUniformShift) {
+  core::Plan plan;
+  for (core::JobId id : {1, 2}) {
+    core::JobPlan jp;
+    jp.job_id = id;
+    plan.jobs.push_back(jp);
+  }
+  core::JobPlan ring;
+  ring.job_id = 3;
+  ring.ring = {"h1", "h2"};
+  ring.priority = 7;
+  plan.jobs.push_back(ring);
+  const double gib = 1024.0 * 1024 * 1024;
+  std::vector<MemoryJobState> states = {
+      {.id = 1, .remaining_comm_bytes = 100 * gib, .age_s = 0},
+      {.id = 2, .remaining_comm_bytes = 100 * gib, .age_s = 0},
+      {.id = 3, .remaining_comm_bytes = 1, .age_s = 0}};
+  // From all-zero priorities to a tie: no change in order (both tie, as before).
+  EXPECT_FALSE(RefreshPriorities(states, nullptr, &plan));
+  EXPECT_EQ(plan.jobs[0].priority, plan.jobs[1].priority);
+  EXPECT_GT(plan.jobs[0].priority, 0);
+  EXPECT_EQ(plan.jobs[2].priority, 7);  // rings hold no switch state: untouched
+  // Job 2 is nearly done: it now outranks job 1.
+  states[1].remaining_comm_bytes = 1 * gib;
+  EXPECT_TRUE(RefreshPriorities(states, nullptr, &plan));
+  EXPECT_GT(plan.jobs[1].priority, plan.jobs[0].priority);
+  // Both age by one step (10 s): values change, the order does not.
+  const int before = plan.jobs[0].priority;
+  states[0].age_s = states[1].age_s = 10;
+  EXPECT_FALSE(RefreshPriorities(states, nullptr, &plan));
+  EXPECT_EQ(plan.jobs[0].priority, before + 1);
+  // Jobs without a state keep their priority.
+  states.erase(states.begin());
+  plan.jobs[0].priority = 1'000'000'000;
+  EXPECT_FALSE(RefreshPriorities(states, nullptr, &plan));  // job 1 stays first
+  EXPECT_EQ(plan.jobs[0].priority, 1'000'000'000);
 }
 
 }  // namespace

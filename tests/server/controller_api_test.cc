@@ -267,6 +267,41 @@ TEST_F(ControllerApiTest, CompletionAndCancellationFreeTheJobsEntries) {
   EXPECT_TRUE(config.json["aggregator_regions"].empty());
 }
 
+TEST_F(ControllerApiTest, ProgressReRanksEsaPrioritiesInTheSwitches) {
+  // Two identical jobs tie. When one reports most of its iterations done it has the least
+  // remaining work: the next pass saves a plan version with the same routes and the new order,
+  // and the switches get it.
+  const int64_t a = server_.Submit(JobJson("a", "vision", 1000));
+  const int64_t b = server_.Submit(JobJson("b", "vision", 1000));
+  ASSERT_TRUE(server_.Sync().ok());
+  auto priority = [&](int64_t id) {
+    Reply r = server_.Get(Job(id, "/config"));
+    return r.status == 200 ? r.json["priority"].get<int>() : -1;
+  };
+  EXPECT_EQ(priority(a), priority(b));
+  const int64_t v0 = PlanVersion();
+  const Json plan0 = server_.Get("/api/v1/plan").json;
+  ASSERT_EQ(server_.Call("POST", Job(b, "/progress"), R"({"iterations_done": 950})").status, 200);
+  ASSERT_TRUE(server_.Sync().ok());
+  ASSERT_TRUE(server_.Sync().ok());
+  EXPECT_EQ(PlanVersion(), v0 + 1);
+  EXPECT_GT(priority(b), priority(a));
+  const Json plan1 = server_.Get("/api/v1/plan").json;
+  EXPECT_EQ(PlanHops(plan1), PlanHops(plan0));  // routes kept
+  ExpectSwitchesEqualStoredIntents();
+  Reply events = server_.Get("/api/v1/events?kind=plan_saved");
+  ASSERT_EQ(events.status, 200);
+  EXPECT_TRUE(absl::StrContains(events.json["events"].back()["message"].get<std::string>(),
+                                "priorities refreshed"))
+      << events.json.dump();
+  // A little more progress on a that does not change the order: no new version.
+  ASSERT_EQ(server_.Call("POST", Job(a, "/progress"), R"({"iterations_done": 1})").status, 200);
+  ASSERT_TRUE(server_.Sync().ok());
+  EXPECT_EQ(PlanVersion(), v0 + 1);
+  Reply metrics = server_.Get("/api/v1/metrics");
+  EXPECT_TRUE(absl::StrContains(metrics.body, "inac_priority_refreshes_total 1")) << metrics.body;
+}
+
 TEST_F(ControllerApiTest, PutTopologyReplansAndFailsJobsWhoseHostsLeft) {
   int64_t id = server_.Submit(JobJson("t"));
   ASSERT_TRUE(server_.Sync().ok());
