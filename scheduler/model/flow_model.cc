@@ -170,6 +170,7 @@ OnOffShare OnOffFairRates(const std::vector<double>& capacity, const std::vector
     }
     return over;
   };
+  std::vector<char> saturated_here(capacity.size(), 0);
   double level = 0;
   while (active > 0) {
     touched.clear();
@@ -201,7 +202,7 @@ OnOffShare OnOffFairRates(const std::vector<double>& capacity, const std::vector
     }
     evaluate(t);
     // Saturated resources at t: within the tolerance of capacity (the tightest one at least).
-    std::vector<char> saturated_here(capacity.size(), 0);
+    for (int r : touched) saturated_here[r] = 0;
     int tightest = -1;
     double tightest_ratio = -1;
     for (int r : touched) {

@@ -100,6 +100,7 @@ class Simulation {
   double first_arrival_ = 0;
   SimSummary summary_;
   std::vector<TimelineRow> timeline_;
+  std::vector<OnOffJob> on_off_jobs_;  // reused by ComputeRates
   std::vector<double> scratch_;
   std::vector<int> touched_;
   std::vector<char> mark_;
@@ -260,7 +261,8 @@ void Simulation::ComputeRates() {
   flows.reserve(2 * running_.size());
   scratch_.resize(network_->num_resources(), 0.0);
   mark_.resize(network_->num_resources(), 0);
-  auto blend = [&](const RunningJob& r, bool up) {
+  // Coefficients of one direction (or, with `both`, of both directions summed).
+  auto blend = [&](const RunningJob& r, bool up, bool both = false) {
     touched_.clear();
     auto add = [&](const Coefficients& c, double w) {
       for (const auto& [res, v] : c) {
@@ -271,11 +273,14 @@ void Simulation::ComputeRates() {
         scratch_[res] += w * v;
       }
     };
-    add(up ? r.usage.up : r.usage.down, 1.0);
-    for (const JobSwitch& s : r.switches) {
-      if (s.psi <= 0) continue;
-      add(up ? r.usage.up : r.usage.down, -s.psi);
-      add(up ? s.fallback.up : s.fallback.down, s.psi);
+    for (int d = 0; d < (both ? 2 : 1); ++d) {
+      const bool u = both ? d == 0 : up;
+      add(u ? r.usage.up : r.usage.down, 1.0);
+      for (const JobSwitch& s : r.switches) {
+        if (s.psi <= 0) continue;
+        add(u ? r.usage.up : r.usage.down, -s.psi);
+        add(u ? s.fallback.up : s.fallback.down, s.psi);
+      }
     }
     std::sort(touched_.begin(), touched_.end());
     Coefficients out;
@@ -286,32 +291,17 @@ void Simulation::ComputeRates() {
     }
     return out;
   };
-  for (const RunningJob& r : running_) {
-    flows.push_back(VirtualFlow{blend(r, true), r.cap_gbps});
-    flows.push_back(VirtualFlow{blend(r, false), kUnbounded});
-  }
   if (options_.traffic == TrafficModel::kOnOff) {
     // One unit per job: both directions at λ (the iteration waits for the slower one anyway).
-    std::vector<OnOffJob> jobs;
-    jobs.reserve(running_.size());
+    std::vector<OnOffJob>& jobs = on_off_jobs_;
+    jobs.resize(running_.size());
     for (size_t i = 0; i < running_.size(); ++i) {
       const RunningJob& r = running_[i];
       const TraceJob& t = trace_[r.trace_index];
-      Coefficients merged = flows[2 * i].coefficients;
-      merged.insert(merged.end(), flows[2 * i + 1].coefficients.begin(),
-                    flows[2 * i + 1].coefficients.end());
-      std::sort(merged.begin(), merged.end());
-      Coefficients combined;
-      for (const auto& [res, v] : merged) {
-        if (!combined.empty() && combined.back().first == res) {
-          combined.back().second += v;
-        } else {
-          combined.emplace_back(res, v);
-        }
-      }
-      jobs.push_back(OnOffJob{.flow = VirtualFlow{std::move(combined), r.cap_gbps},
-                              .gradient_gbit = static_cast<double>(t.gradient_bytes) * 8 / 1e9,
-                              .compute_s = t.compute_ms / 1000.0});
+      jobs[i].flow.coefficients = blend(r, true, /*both=*/true);
+      jobs[i].flow.limit = r.cap_gbps;
+      jobs[i].gradient_gbit = static_cast<double>(t.gradient_bytes) * 8 / 1e9;
+      jobs[i].compute_s = t.compute_ms / 1000.0;
     }
     const OnOffShare share = OnOffFairRates(network_->residuals(), jobs);
     for (size_t i = 0; i < running_.size(); ++i) {
@@ -319,6 +309,10 @@ void Simulation::ComputeRates() {
       running_[i].down_gbps = share.rates[i];
     }
   } else {
+    for (const RunningJob& r : running_) {
+      flows.push_back(VirtualFlow{blend(r, true), r.cap_gbps});
+      flows.push_back(VirtualFlow{blend(r, false), kUnbounded});
+    }
     const FairShare share = MaxMinFairRates(network_->residuals(), flows);
     for (size_t i = 0; i < running_.size(); ++i) {
       running_[i].up_gbps = share.rates[2 * i];
