@@ -8,6 +8,8 @@ for b in "$BUILD"/bench/*_bench; do
   echo "# $(basename "$b")" >&2
   "$b"
 done
+# The simulator's sweep (memory x model mix, PS turnaround) runs only when asked for by name.
+"$BUILD/bench/sim_bench" sweep
 start=$(date +%s%N)
 "$BUILD/server/inac" topo generate fat-tree --k 32 > /dev/null
 end=$(date +%s%N)
