@@ -372,8 +372,28 @@ std::optional<Topology> ParseTopology(std::string_view text, std::vector<Problem
   auto json = ParseJsonText(text, problems);
   if (!json) return std::nullopt;
   Topology t = TopologyFromJson(*json, problems);
-  if (problems->size() != before) return std::nullopt;
+  const bool structural = problems->size() != before;
   std::vector<Problem> semantic = ValidateTopology(t);
+  if (structural) {
+    // Semantic checks still run on what decoded, so one pass reports both kinds; a problem inside
+    // an element that already failed to decode (same top-level element, e.g. "links[3]") would
+    // only echo it and is left out. A whole-document problem leaves nothing to check.
+    auto element = [](const std::string& path) {
+      const size_t bracket = path.find(']');
+      const size_t dot = path.find('.');
+      if (bracket != std::string::npos && (dot == std::string::npos || bracket < dot)) {
+        return path.substr(0, bracket + 1);
+      }
+      return dot == std::string::npos ? path : path.substr(0, dot);
+    };
+    std::set<std::string> broken;
+    for (size_t i = before; i < problems->size(); ++i) broken.insert(element((*problems)[i].path));
+    if (broken.contains("")) return std::nullopt;
+    for (const Problem& p : semantic) {
+      if (!broken.contains(element(p.path))) problems->push_back(p);
+    }
+    return std::nullopt;
+  }
   if (!semantic.empty()) {
     problems->insert(problems->end(), semantic.begin(), semantic.end());
     return std::nullopt;
@@ -467,6 +487,7 @@ std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const T
   auto json = ParseJsonText(text, problems);
   if (!json) return std::nullopt;
   std::vector<JobSpec> specs;
+  std::vector<char> decoded;  // per job: no structural problem
   {
     Reader r(*json, "", problems);
     if (!r.ok()) return std::nullopt;
@@ -474,13 +495,18 @@ std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const T
     if (arr) {
       if (arr->empty()) r.Add("jobs", "a job file needs at least one job");
       for (size_t i = 0; i < arr->size(); ++i) {
+        const size_t at = problems->size();
         specs.push_back(JobSpecFromJson((*arr)[i], Indexed("", "jobs", i), problems));
+        decoded.push_back(problems->size() == at);
       }
     }
   }
-  if (problems->size() != before) return std::nullopt;
+  // Whole-file problems stop here; otherwise the jobs that decoded are checked too, so one pass
+  // reports both kinds (a job that failed to decode is not checked: it would only echo them).
+  if (specs.empty() && problems->size() != before) return std::nullopt;
   std::set<std::string> names;
   for (size_t i = 0; i < specs.size(); ++i) {
+    if (!decoded[i]) continue;
     std::string p = Indexed("", "jobs", i);
     auto more = ValidateJobSpec(specs[i], topology, p);
     problems->insert(problems->end(), more.begin(), more.end());

@@ -111,6 +111,24 @@ INSTANTIATE_TEST_SUITE_P(
              "links[1].b_port", "port 4 of s1 used twice"}),
     [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
+TEST(ValidateTopologyTest, StructuralAndSemanticProblemsAreReportedTogether) {
+  // docs/formats.md's example: an unknown field in one element, an unknown node in another.
+  std::string text = Patch(R"({"id": "s2"})", R"({"id": "s2", "colour": "red"})");
+  const std::string last = R"({"a": "s2", "b": "ps", "gbps": 9})";
+  text.replace(text.find(last), last.size(), last + R"(, {"a": "s2", "b": "s9", "gbps": 9})");
+  EXPECT_EQ(FormatProblems(TopologyProblems(text)),
+            FormatProblems({{"switches[1].colour", "unknown field"},
+                            {"links[4].b", "unknown node \"s9\""}}));
+  // A semantic problem of an element that failed to decode is not echoed: links[3] lost its
+  // gbps (required), so its "must be positive" is left out.
+  std::string broken = Patch(R"(, "gbps": 9})", "}");
+  const auto problems = TopologyProblems(broken);
+  ASSERT_EQ(problems.size(), 1u) << FormatProblems(problems);
+  EXPECT_EQ(problems[0].path, "links[3].gbps");
+  // A whole-document problem stops there.
+  EXPECT_EQ(TopologyProblems("[1, 2]").size(), 1u);
+}
+
 TEST(ValidateTopologyTest, GoodTopologyHasNoProblems) {
   std::vector<Problem> problems;
   auto t = ParseTopology(kGoodTopology, &problems);
@@ -225,6 +243,23 @@ TEST(ValidateJobTest, DisconnectedHostsAreReported) {
   EXPECT_EQ(FormatProblem(found[0]),
             "jobs[0].parameter_servers[0]: host \"ps\" is not connected to h1 over links that "
             "are up");
+}
+
+TEST(ValidateJobTest, StructuralAndSemanticProblemsOfDifferentJobsTogether) {
+  std::vector<Problem> topo_problems;
+  auto t = ParseTopology(kGoodTopology, &topo_problems);
+  ASSERT_TRUE(t.has_value());
+  std::vector<Problem> problems;
+  EXPECT_FALSE(ParseJobsFile(
+      R"({"jobs": [
+        {"name": "a", "model": "ResNet50", "workers": ["h1"], "parameter_servers": ["ps"],
+         "iterations": 1, "batch_size": 1, "gpus": 8},
+        {"name": "b", "model": "ResNet50", "workers": ["h9"], "parameter_servers": ["ps"],
+         "iterations": 1, "batch_size": 1}]})",
+      &*t, &problems));
+  ASSERT_EQ(problems.size(), 2u) << FormatProblems(problems);
+  EXPECT_EQ(problems[0].path, "jobs[0].gpus");
+  EXPECT_EQ(problems[1].path, "jobs[1].workers[0]");
 }
 
 TEST(ValidateJobTest, EmptyJobsFile) {
