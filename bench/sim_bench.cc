@@ -57,18 +57,21 @@ inac::core::Topology Tor(int64_t aggregators) {
   return t;
 }
 
-// S1/S3: 10 model slots (the 8 built-in models, cycled) x {2, 4, 8} workers, all at t = 0.
-std::vector<TraceJob> AllAtZeroMix() {
+// S1/S3 (and the sweep): 10 model slots x {2, 4, 8} workers, all at t = 0. The slots cycle
+// through `names` (empty: the 8 built-in models).
+std::vector<TraceJob> AllAtZeroMix(const std::vector<std::string>& names = {}) {
   const auto models = inac::core::BuiltinModels();
   std::vector<TraceJob> jobs;
   for (int slot = 0; slot < 10; ++slot) {
-    const auto& m = models[slot % models.size()];
+    const inac::core::ModelProfile* m = names.empty()
+                                            ? &models[slot % models.size()]
+                                            : inac::core::FindModel(names[slot % names.size()]);
     for (int w : kWorkers) {
       TraceJob j;
-      j.name = absl::StrCat(std::string(m.name), "-", w, "w-", slot);
-      j.model = std::string(m.name);
-      j.gradient_bytes = m.gradient_bytes;
-      j.compute_ms = m.compute_ms;
+      j.name = absl::StrCat(std::string(m->name), "-", w, "w-", slot);
+      j.model = std::string(m->name);
+      j.gradient_bytes = m->gradient_bytes;
+      j.compute_ms = m->compute_ms;
       j.workers = w;
       j.iterations = 1000;
       jobs.push_back(j);
@@ -204,22 +207,7 @@ void Sweep() {
       {"comm-heavy", {"BERT-large", "VGG19", "VGG16", "AlexNet"}},
       {"BERT-large", {"BERT-large"}}};
   for (const auto& [mix_name, names] : mixes) {
-    std::vector<TraceJob> jobs;
-    for (int slot = 0; slot < 10; ++slot) {
-      const inac::core::ModelProfile* m =
-          names.empty() ? &inac::core::BuiltinModels()[slot % inac::core::BuiltinModels().size()]
-                        : inac::core::FindModel(names[slot % names.size()]);
-      for (int w : kWorkers) {
-        TraceJob j;
-        j.name = absl::StrCat(std::string(m->name), "-", w, "w-", slot);
-        j.model = std::string(m->name);
-        j.gradient_bytes = m->gradient_bytes;
-        j.compute_ms = m->compute_ms;
-        j.workers = w;
-        j.iterations = 1000;
-        jobs.push_back(j);
-      }
-    }
+    const std::vector<TraceJob> jobs = AllAtZeroMix(names);
     for (int64_t a : {250, 500, 1000, 2000, 5000, 20000}) {
       const auto topo = Tor(a);
       const double esa = RunPolicy(topo, jobs, MemoryPolicy::kEsa, "atp").mean_jct_s;
