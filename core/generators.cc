@@ -37,10 +37,9 @@ absl::StatusOr<InaPlacement> ParseInaPlacement(const std::string& text) {
 absl::Status ParseProcessingRange(const std::string& text, GeneratorOptions* options) {
   double lo = 0, hi = 0;
   auto colon = text.find(':');
-  bool ok = colon == std::string::npos
-                ? absl::SimpleAtod(text, &lo) && (hi = lo, true)
-                : absl::SimpleAtod(text.substr(0, colon), &lo) &&
-                      absl::SimpleAtod(text.substr(colon + 1), &hi);
+  bool ok = colon == std::string::npos ? absl::SimpleAtod(text, &lo) && (hi = lo, true)
+                                       : absl::SimpleAtod(text.substr(0, colon), &lo) &&
+                                             absl::SimpleAtod(text.substr(colon + 1), &hi);
   if (!ok || !(lo > 0) || !(hi >= lo) || hi > 1e6) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--processing-gbps must be G or lo:hi with 0 < lo <= hi <= 10^6, got \"", text, "\""));
@@ -54,8 +53,8 @@ namespace {
 
 absl::Status CheckOptions(const GeneratorOptions& o) {
   if (!(o.link_gbps > 0) || o.link_gbps > 1e6) {
-    return absl::InvalidArgumentError(absl::StrCat("link capacity must be in (0, 10^6] Gbps, got ",
-                                                   o.link_gbps));
+    return absl::InvalidArgumentError(
+        absl::StrCat("link capacity must be in (0, 10^6] Gbps, got ", o.link_gbps));
   }
   if (!(o.processing_gbps_lo > 0) || o.processing_gbps_hi < o.processing_gbps_lo) {
     return absl::InvalidArgumentError("processing capacity range must satisfy 0 < lo <= hi");
@@ -97,7 +96,8 @@ void PlaceIna(Topology& t, const std::vector<int>& tor_indices, const GeneratorO
       s.ina.aggregators = o.aggregators;
     }
     if (o.p4runtime_base_port > 0) {
-      s.p4runtime = P4RuntimeEndpoint{absl::StrCat("127.0.0.1:", o.p4runtime_base_port + i), i + 1};
+      s.p4runtime =
+          P4RuntimeEndpoint{absl::StrCat("127.0.0.1:", o.p4runtime_base_port + i), i + 1, o.target};
     }
   }
 }
@@ -119,7 +119,8 @@ absl::StatusOr<Topology> GenerateFatTree(int k, const GeneratorOptions& options,
     return absl::InvalidArgumentError(absl::StrCat("fat-tree k must be even, 2..128, got ", k));
   }
   if (hosts_per_edge < 0) hosts_per_edge = k / 2;
-  if (hosts_per_edge > 1024) return absl::InvalidArgumentError("at most 1024 hosts per edge switch");
+  if (hosts_per_edge > 1024)
+    return absl::InvalidArgumentError("at most 1024 hosts per edge switch");
   if (auto s = CheckOptions(options); !s.ok()) return s;
   const int half = k / 2;
   Topology t;
@@ -143,13 +144,15 @@ absl::StatusOr<Topology> GenerateFatTree(int k, const GeneratorOptions& options,
   for (int p = 0; p < k; ++p) {
     for (int i = 0; i < half; ++i) {
       std::string agg = absl::StrCat("a", p, "_", i);
-      for (int j = 0; j < half; ++j) AddLink(t, absl::StrCat("c", i * half + j), agg, options.link_gbps);
+      for (int j = 0; j < half; ++j)
+        AddLink(t, absl::StrCat("c", i * half + j), agg, options.link_gbps);
     }
   }
   for (int p = 0; p < k; ++p) {
     for (int e = 0; e < half; ++e) {
       std::string edge = absl::StrCat("e", p, "_", e);
-      for (int i = 0; i < half; ++i) AddLink(t, absl::StrCat("a", p, "_", i), edge, options.link_gbps);
+      for (int i = 0; i < half; ++i)
+        AddLink(t, absl::StrCat("a", p, "_", i), edge, options.link_gbps);
       for (int h = 0; h < hosts_per_edge; ++h) {
         std::string host = absl::StrCat("h", p, "_", e, "_", h);
         t.hosts.push_back(Host{host, std::nullopt, std::nullopt});

@@ -33,6 +33,8 @@ struct GeneratorOptions {
   // When > 0, every switch gets a P4Runtime endpoint 127.0.0.1:(base + position) and device id
   // position + 1.
   int p4runtime_base_port = 0;
+  // The target kind of those endpoints.
+  TargetKind target = TargetKind::kEmulator;
 };
 
 // Parses "G" or "lo:hi" into the processing range of `options`.

@@ -155,7 +155,8 @@ class Reader {
     for (size_t i = 0; i < j->size(); ++i) {
       const Json& e = (*j)[i];
       if (!e.is_string()) {
-        Add(absl::StrCat(At(field), "[", i, "]"), absl::StrCat("expected a string, got ", TypeName(e)));
+        Add(absl::StrCat(At(field), "[", i, "]"),
+            absl::StrCat("expected a string, got ", TypeName(e)));
         all = false;
         continue;
       }
@@ -216,7 +217,8 @@ std::string Indexed(const std::string& path, const std::string& field, size_t i)
 absl::Status ProblemsToStatus(const std::string& what, const std::vector<Problem>& problems) {
   std::vector<std::string> lines;
   for (const Problem& p : problems) lines.push_back(FormatProblem(p));
-  return absl::InvalidArgumentError(absl::StrCat("invalid ", what, ": ", absl::StrJoin(lines, "; ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid ", what, ": ", absl::StrJoin(lines, "; ")));
 }
 
 Json AddressJson(uint32_t a) { return FormatIpv4(a); }
@@ -275,7 +277,9 @@ Json TopologyToJson(const Topology& t) {
                 {"aggregators", s.ina.aggregators},
                 {"aggregator_bytes", s.ina.aggregator_bytes}}}};
     if (s.p4runtime) {
-      j["p4runtime"] = {{"address", s.p4runtime->address}, {"device_id", s.p4runtime->device_id}};
+      j["p4runtime"] = {{"address", s.p4runtime->address},
+                        {"device_id", s.p4runtime->device_id},
+                        {"target", TargetKindName(s.p4runtime->target)}};
     }
     switches.push_back(std::move(j));
   }
@@ -320,6 +324,16 @@ Topology TopologyFromJson(const Json& json, std::vector<Problem>* problems) {
           P4RuntimeEndpoint ep;
           rp.String("address", &ep.address, true);
           rp.Uint("device_id", &ep.device_id, true);
+          std::string target;
+          if (rp.String("target", &target, false)) {
+            if (auto kind = ParseTargetKind(target)) {
+              ep.target = *kind;
+            } else {
+              rp.Add(rp.At("target"),
+                     absl::StrCat("must be \"emulator\", \"bmv2\" or \"tofino\", got \"", target,
+                                  "\""));
+            }
+          }
           sw.p4runtime = ep;
         }
       }
@@ -358,8 +372,10 @@ Topology TopologyFromJson(const Json& json, std::vector<Problem>* problems) {
           }
         }
         uint64_t port = 0;
-        if (l.Uint("a_port", &port, false)) link.a_port = static_cast<uint32_t>(std::min<uint64_t>(port, 1u << 20));
-        if (l.Uint("b_port", &port, false)) link.b_port = static_cast<uint32_t>(std::min<uint64_t>(port, 1u << 20));
+        if (l.Uint("a_port", &port, false))
+          link.a_port = static_cast<uint32_t>(std::min<uint64_t>(port, 1u << 20));
+        if (l.Uint("b_port", &port, false))
+          link.b_port = static_cast<uint32_t>(std::min<uint64_t>(port, 1u << 20));
       }
       t.links.push_back(std::move(link));
     }
@@ -450,8 +466,8 @@ JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<P
     } else {
       std::vector<std::string> names;
       for (const ModelProfile& m : BuiltinModels()) names.emplace_back(m.name);
-      r.Add(r.At("model"), absl::StrCat("unknown model \"", model_name, "\" (known: ",
-                                        absl::StrJoin(names, ", "), ")"));
+      r.Add(r.At("model"), absl::StrCat("unknown model \"", model_name,
+                                        "\" (known: ", absl::StrJoin(names, ", "), ")"));
     }
   }
   bool has_model = !model_name.empty();
@@ -467,7 +483,8 @@ JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<P
     for (size_t i = 0; i < arr->size(); ++i) {
       const Json& e = (*arr)[i];
       if (!e.is_number_integer()) {
-        r.Add(Indexed(path, "batch_sizes", i), absl::StrCat("expected an integer, got ", TypeName(e)));
+        r.Add(Indexed(path, "batch_sizes", i),
+              absl::StrCat("expected an integer, got ", TypeName(e)));
         continue;
       }
       int64_t v = e.get<int64_t>();
@@ -482,7 +499,7 @@ JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<P
 }
 
 std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const Topology* topology,
-                                                   std::vector<Problem>* problems) {
+                                                  std::vector<Problem>* problems) {
   size_t before = problems->size();
   auto json = ParseJsonText(text, problems);
   if (!json) return std::nullopt;
@@ -511,7 +528,8 @@ std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const T
     auto more = ValidateJobSpec(specs[i], topology, p);
     problems->insert(problems->end(), more.begin(), more.end());
     if (!specs[i].name.empty() && !names.insert(specs[i].name).second) {
-      problems->push_back({p + ".name", absl::StrCat("duplicate job name \"", specs[i].name, "\"")});
+      problems->push_back(
+          {p + ".name", absl::StrCat("duplicate job name \"", specs[i].name, "\"")});
     }
   }
   if (problems->size() != before) return std::nullopt;
@@ -552,7 +570,8 @@ absl::StatusOr<Job> JobFromJson(const Json& json) {
           r.Add("state", absl::StrCat("unknown job state \"", state, "\""));
         }
       }
-      if (const Json* spec = r.Object("spec", true)) job.spec = JobSpecFromJson(*spec, "spec", &problems);
+      if (const Json* spec = r.Object("spec", true))
+        job.spec = JobSpecFromJson(*spec, "spec", &problems);
       r.Int("iterations_done", &job.iterations_done, false);
       r.OptNumber("loss", &job.loss);
       r.String("failure_reason", &job.failure_reason, false);
@@ -736,7 +755,8 @@ Json SwitchIntentToJson(const SwitchIntent& s) {
   }
   Json groups = Json::array();
   for (const MulticastGroupIntent& g : s.multicast_groups) {
-    groups.push_back({{"group_id", g.group_id}, {"job_id", g.job_id}, {"egress_ports", g.egress_ports}});
+    groups.push_back(
+        {{"group_id", g.group_id}, {"job_id", g.job_id}, {"egress_ports", g.egress_ports}});
   }
   return {{"switch_id", s.switch_id}, {"version", s.version}, {"jobs", jobs},
           {"inputs", inputs},         {"routes", routes},     {"multicast_groups", groups}};
@@ -809,8 +829,10 @@ absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
           e.Int("job_id", &g.job_id, true);
           if (const Json* ports = e.Array("egress_ports", true)) {
             for (const Json& p : *ports) {
-              if (p.is_number_unsigned()) g.egress_ports.push_back(p.get<uint32_t>());
-              else e.Add(e.At("egress_ports"), "expected non-negative integers");
+              if (p.is_number_unsigned())
+                g.egress_ports.push_back(p.get<uint32_t>());
+              else
+                e.Add(e.At("egress_ports"), "expected non-negative integers");
             }
           }
           s.multicast_groups.push_back(g);

@@ -6,6 +6,25 @@
 
 namespace inac::core {
 
+const char* TargetKindName(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::kEmulator:
+      return "emulator";
+    case TargetKind::kBmv2:
+      return "bmv2";
+    case TargetKind::kTofino:
+      return "tofino";
+  }
+  return "emulator";
+}
+
+std::optional<TargetKind> ParseTargetKind(const std::string& name) {
+  for (TargetKind kind : {TargetKind::kEmulator, TargetKind::kBmv2, TargetKind::kTofino}) {
+    if (name == TargetKindName(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
 const Switch* Topology::FindSwitch(const std::string& id) const {
   for (const Switch& s : switches) {
     if (s.id == id) return &s;

@@ -26,10 +26,25 @@ struct InaConfig {
   bool operator==(const InaConfig&) const = default;
 };
 
+// What kind of device serves a switch's P4Runtime endpoint. It selects the device config the
+// controller pushes with the P4Info (SetForwardingPipelineConfig.p4_device_config):
+//   kEmulator  `inac switch`: no device config (the emulator accepts and returns any it is given)
+//   kBmv2      BMv2 simple_switch_grpc: p4c's BMv2 JSON of api/p4/ina.p4 (api/p4/ina.json)
+//   kTofino    reserved: parsed, but validation refuses it until a Tofino build of ina.p4 exists
+enum class TargetKind { kEmulator, kBmv2, kTofino };
+
+// "emulator", "bmv2", "tofino".
+const char* TargetKindName(TargetKind kind);
+// nullopt for any other string.
+std::optional<TargetKind> ParseTargetKind(const std::string& name);
+
 // Where the switch's P4Runtime server listens. Optional: planning-only topologies omit it.
 struct P4RuntimeEndpoint {
   std::string address;  // "host:port"
   uint64_t device_id = 0;
+  // The device behind the endpoint. Absent in a file: kEmulator (files written before targets
+  // existed addressed `inac switch` processes).
+  TargetKind target = TargetKind::kEmulator;
 
   bool operator==(const P4RuntimeEndpoint&) const = default;
 };

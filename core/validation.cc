@@ -36,7 +36,8 @@ void CheckGbps(double v, const std::string& path, bool allow_zero, std::vector<P
   if (std::isnan(v) || std::isinf(v)) {
     out->push_back({path, "must be a finite number"});
   } else if (v < 0 || (!allow_zero && v == 0)) {
-    out->push_back({path, absl::StrFormat("must be %s, got %g", allow_zero ? "non-negative" : "positive", v)});
+    out->push_back(
+        {path, absl::StrFormat("must be %s, got %g", allow_zero ? "non-negative" : "positive", v)});
   } else if (v > kMaxGbps) {
     out->push_back({path, absl::StrFormat("%g Gbps is absurd (limit %g)", v, kMaxGbps)});
   }
@@ -79,6 +80,11 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
       if (s.p4runtime->address.empty() || s.p4runtime->address.find(':') == std::string::npos) {
         out.push_back({p + ".p4runtime.address",
                        absl::StrCat("must be host:port, got ", Quote(s.p4runtime->address))});
+      }
+      if (s.p4runtime->target == TargetKind::kTofino) {
+        out.push_back({p + ".p4runtime.target",
+                       "\"tofino\" is not supported yet: no Tofino build of ina.p4 ships with INAC "
+                       "(use \"bmv2\" or \"emulator\")"});
       }
       if (s.p4runtime->device_id == 0) {
         out.push_back({p + ".p4runtime.device_id", "must be positive"});
@@ -129,8 +135,8 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
       out.push_back({p + ".b", absl::StrCat("link connects ", Quote(l.a), " to itself")});
     }
     if (a_ok && b_ok && !switch_ids.count(l.a) && !switch_ids.count(l.b)) {
-      out.push_back({p, absl::StrCat("links two hosts (", l.a, ", ", l.b,
-                                     "); hosts attach to switches")});
+      out.push_back(
+          {p, absl::StrCat("links two hosts (", l.a, ", ", l.b, "); hosts attach to switches")});
     }
     CheckGbps(l.gbps, p + ".gbps", false, &out);
     if (l.latency_us && (std::isnan(*l.latency_us) || *l.latency_us < 0 || *l.latency_us > 1e7)) {
@@ -142,21 +148,23 @@ std::vector<Problem> ValidateTopology(const Topology& t) {
       if (*l.a_port == 0 || *l.a_port > 511) out.push_back({p + ".a_port", "must be in 1..511"});
       if (!switch_ids.count(l.a)) out.push_back({p + ".a_port", "only switches have ports"});
       if (!explicit_ports[l.a].insert(*l.a_port).second) {
-        out.push_back({p + ".a_port", absl::StrCat("port ", *l.a_port, " of ", l.a, " used twice")});
+        out.push_back(
+            {p + ".a_port", absl::StrCat("port ", *l.a_port, " of ", l.a, " used twice")});
       }
     }
     if (l.b_port) {
       if (*l.b_port == 0 || *l.b_port > 511) out.push_back({p + ".b_port", "must be in 1..511"});
       if (!switch_ids.count(l.b)) out.push_back({p + ".b_port", "only switches have ports"});
       if (!explicit_ports[l.b].insert(*l.b_port).second) {
-        out.push_back({p + ".b_port", absl::StrCat("port ", *l.b_port, " of ", l.b, " used twice")});
+        out.push_back(
+            {p + ".b_port", absl::StrCat("port ", *l.b_port, " of ", l.b, " used twice")});
       }
     }
   }
   for (size_t i = 0; i < t.hosts.size(); ++i) {
     if (!t.hosts[i].id.empty() && degree[t.hosts[i].id] == 0) {
-      out.push_back({Index("", "hosts", i), absl::StrCat("host ", Quote(t.hosts[i].id),
-                                                         " has no link")});
+      out.push_back(
+          {Index("", "hosts", i), absl::StrCat("host ", Quote(t.hosts[i].id), " has no link")});
     }
   }
   if (!out.empty()) return out;  // connectivity needs a well-formed graph
@@ -201,8 +209,8 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
   std::set<std::string> workers;
   for (size_t i = 0; i < spec.workers.size(); ++i) {
     if (!workers.insert(spec.workers[i]).second) {
-      out.push_back({at(Index("", "workers", i)),
-                     absl::StrCat("duplicate worker ", Quote(spec.workers[i]))});
+      out.push_back(
+          {at(Index("", "workers", i)), absl::StrCat("duplicate worker ", Quote(spec.workers[i]))});
     }
   }
   std::set<std::string> servers;
@@ -221,7 +229,8 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
     out.push_back({at("parameter_servers"), "at most 8 parameter servers per job"});
   }
   if (spec.allreduce == AllReduce::kPs && spec.parameter_servers.empty()) {
-    out.push_back({at("parameter_servers"), "allreduce \"ps\" needs at least one parameter server"});
+    out.push_back(
+        {at("parameter_servers"), "allreduce \"ps\" needs at least one parameter server"});
   }
   if (spec.allreduce == AllReduce::kRing && !spec.parameter_servers.empty()) {
     out.push_back({at("parameter_servers"), "allreduce \"ring\" takes no parameter servers"});
@@ -230,7 +239,8 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
     out.push_back({at("workers"), "ring all-reduce needs at least two workers"});
   }
   if (spec.gradient_bytes <= 0) {
-    out.push_back({at("gradient_bytes"), absl::StrCat("must be positive, got ", spec.gradient_bytes)});
+    out.push_back(
+        {at("gradient_bytes"), absl::StrCat("must be positive, got ", spec.gradient_bytes)});
   } else if (spec.gradient_bytes > (int64_t{1} << 42)) {
     out.push_back({at("gradient_bytes"), "larger than 4 TiB"});
   }
@@ -255,8 +265,8 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
   if (!spec.batch_sizes.empty() && spec.batch_size > 0 &&
       std::find(spec.batch_sizes.begin(), spec.batch_sizes.end(), spec.batch_size) ==
           spec.batch_sizes.end()) {
-    out.push_back({at("batch_size"), absl::StrCat("batch_size ", spec.batch_size,
-                                                  " is not one of batch_sizes")});
+    out.push_back({at("batch_size"),
+                   absl::StrCat("batch_size ", spec.batch_size, " is not one of batch_sizes")});
   }
   if (topology == nullptr) return out;
 

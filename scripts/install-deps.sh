@@ -23,12 +23,29 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The reference P4 toolchain (p4c, BMv2 simple_switch_grpc) is not packaged by Debian 12; where
+# this workplace provides it beside the repository (../shared/peers), install the Debian runtime
+# libraries it links against so that the interop and data-plane tests can run it. Elsewhere those
+# tests skip with a message (README: "INAC against BMv2").
+peers="$(cd "$(dirname "$0")/.." && pwd)/../shared/peers"
+if [ -x "$peers/install-runtime-deps.sh" ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    if ! out=$(bash "$peers/install-runtime-deps.sh" 2>&1); then
+      echo "$out" >&2
+      echo "install-deps: the P4 peers' runtime libraries could not be installed" >&2
+      exit 1
+    fi
+    echo "install-deps: P4 peers ready ($peers/bin)"
+  else
+    echo "install-deps: run as root to install the P4 peers' runtime libraries ($peers)" >&2
+  fi
+fi

@@ -17,6 +17,7 @@
 #include "server/config.h"
 #include "server/controller.h"
 #include "server/http_api.h"
+#include "southbound/device_config.h"
 #include "southbound/emulator/emulated_switch.h"
 #include "southbound/p4runtime_switch_client.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -58,6 +59,11 @@ SwitchClientFactory P4RuntimeSwitchClientFactory() {
     options.session.election_id = southbound::ElectionId{0, election_id};
     options.session.connect_timeout = absl::Seconds(2);
     options.session.rpc_timeout = absl::Seconds(10);
+    // The device config of the switch's target kind (BMv2: p4c's JSON, embedded in the binary).
+    auto device_config = southbound::InaDeviceConfig(sw.p4runtime->target);
+    if (!device_config.ok()) return device_config.status();
+    options.device_config = *std::move(device_config);
+    options.target_name = core::TargetKindName(sw.p4runtime->target);
     auto client = southbound::P4RuntimeSwitchClient::Create(std::move(options));
     if (!client.ok()) return client.status();
     return std::unique_ptr<southbound::SwitchClient>(std::move(*client));

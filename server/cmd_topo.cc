@@ -25,6 +25,7 @@ struct GenerateArgs {
   std::string processing = "400";
   int64_t aggregators = 20000;
   int p4runtime_base_port = 0;
+  std::string target = "emulator";
   bool compact = false;
 };
 
@@ -42,6 +43,9 @@ void AddCommonOptions(CLI::App* cmd, GenerateArgs* a) {
   cmd->add_option("--p4runtime-base-port", a->p4runtime_base_port,
                   "Give switch i the endpoint 127.0.0.1:(PORT+i), device id i+1")
       ->capture_default_str();
+  cmd->add_option("--target", a->target,
+                  "Target kind of those endpoints: emulator (inac switch) | bmv2")
+      ->capture_default_str();
   cmd->add_flag("--compact", a->compact, "Print JSON on one line");
 }
 
@@ -55,6 +59,12 @@ absl::StatusOr<core::GeneratorOptions> Options(const GenerateArgs& a) {
   if (auto s = core::ParseProcessingRange(a.processing, &o); !s.ok()) return s;
   o.aggregators = a.aggregators;
   o.p4runtime_base_port = a.p4runtime_base_port;
+  auto target = core::ParseTargetKind(a.target);
+  if (!target.has_value() || *target == core::TargetKind::kTofino) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target: must be emulator or bmv2, got \"", a.target, "\""));
+  }
+  o.target = *target;
   return o;
 }
 

@@ -598,15 +598,15 @@ std::vector<Controller::SwitchStateWrite> Controller::ReconcileAll(
             }
             return true;
           };
-          bool checked = slot.needs_pipeline;
           bool ok = !slot.needs_pipeline || ensure_pipeline();
           if (ok) {
             auto start = std::chrono::steady_clock::now();
             auto stats = slot.client->Reconcile(intent);
-            if (!stats.ok() && !checked && slot.client->IsConnected()) {
+            if (!stats.ok() && slot.client->IsConnected()) {
               // The switch may have lost its pipeline since the last pass (restarted between two
-              // observations of the session): check it now and retry once, rather than a timer
-              // period later.
+              // observations of the session), or holds the cookie without a working pipeline
+              // (the client then re-pushes once): check it now and retry once, rather than a
+              // timer period later.
               if (ensure_pipeline()) stats = slot.client->Reconcile(intent);
             }
             micros += std::chrono::duration_cast<std::chrono::microseconds>(
@@ -844,8 +844,8 @@ absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) {
   // The store treats cancelled -> cancelled as a no-op; the contract is FailedPrecondition for
   // every terminal job (and no second job_cancelled event).
   if (core::IsTerminal(job->state)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is already ", std::string(core::JobStateName(job->state))));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is already ", std::string(core::JobStateName(job->state))));
   }
   core::JobUpdate u;
   u.state = core::JobState::kCancelled;

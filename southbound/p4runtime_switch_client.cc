@@ -53,12 +53,44 @@ void P4RuntimeSwitchClient::Disconnect() { session_->Disconnect(); }
 
 absl::StatusOr<bool> P4RuntimeSwitchClient::EnsurePipeline() {
   absl::MutexLock lock(&mu_);
+  if (pipeline_suspect_ && !repushed_) {
+    // The cookie matched, yet the switch failed like a switch without a working pipeline (e.g.
+    // a BMv2 given a P4Info without its JSON keeps the cookie but cannot read its tables).
+    // Push once; a later successful Reconcile clears the suspicion.
+    INAC_RETURN_IF_ERROR(
+        session_->SetPipeline(translator_->p4info().p4info(), options_.device_config, cookie_));
+    repushed_ = true;
+    return true;
+  }
   return session_->EnsurePipeline(translator_->p4info().p4info(), options_.device_config, cookie_);
 }
 
 absl::StatusOr<ReconcileStats> P4RuntimeSwitchClient::Reconcile(const core::SwitchIntent& intent) {
   absl::MutexLock lock(&mu_);
-  return reconciler_->Reconcile(intent);
+  absl::StatusOr<ReconcileStats> stats = reconciler_->Reconcile(intent);
+  if (stats.ok()) {
+    pipeline_suspect_ = false;
+    repushed_ = false;
+    return stats;
+  }
+  if (LooksPipelineless(stats.status()) && session_->IsConnected()) {
+    if (repushed_) {
+      return absl::Status(
+          stats.status().code(),
+          absl::StrCat(stats.status().message(),
+                       " (the pipeline was pushed again and the switch still fails: is its "
+                       "target kind right? it is \"",
+                       options_.target_name, "\")"));
+    }
+    pipeline_suspect_ = true;
+  }
+  return stats;
+}
+
+bool P4RuntimeSwitchClient::LooksPipelineless(const absl::Status& status) {
+  // Spec: FAILED_PRECONDITION without a pipeline. BMv2 (PI) holding a P4Info without a usable
+  // device config: UNKNOWN "Error when reading table entries from target".
+  return absl::IsFailedPrecondition(status) || absl::IsUnknown(status);
 }
 
 absl::StatusOr<std::vector<AggregationCounters>> P4RuntimeSwitchClient::ReadCounters(

@@ -29,8 +29,11 @@ struct P4RuntimeSwitchClientOptions {
   // Target-specific pipeline blob for SetForwardingPipelineConfig (BMv2: the p4c JSON); empty
   // for the emulated switch.
   std::string device_config;
-  // Pipeline cookie; nullopt: a fingerprint of the P4Info and the device config.
+  // Pipeline cookie; nullopt: a fingerprint of the P4Info and the device config, so a change of
+  // either (e.g. a new ina.json, or a switch moved to another target kind) re-pushes.
   std::optional<uint64_t> cookie;
+  // The target kind's name, for error messages ("emulator", "bmv2").
+  std::string target_name = "emulator";
 };
 
 class P4RuntimeSwitchClient : public SwitchClient {
@@ -45,6 +48,9 @@ class P4RuntimeSwitchClient : public SwitchClient {
   absl::Status Connect() override;
   bool IsConnected() const override;
   bool IsPrimary() const override;
+  // SwitchClient::EnsurePipeline, plus: after a Reconcile that failed the way a switch without
+  // a working pipeline fails (FAILED_PRECONDITION; BMv2's UNKNOWN on reading its tables) while
+  // the cookie matched, pushes the pipeline again, once, until a Reconcile succeeds.
   absl::StatusOr<bool> EnsurePipeline() override;
   absl::StatusOr<ReconcileStats> Reconcile(const core::SwitchIntent& intent) override;
   absl::StatusOr<std::vector<AggregationCounters>> ReadCounters(
@@ -69,6 +75,12 @@ class P4RuntimeSwitchClient : public SwitchClient {
   const std::unique_ptr<SwitchSession> session_;
   absl::Mutex mu_;  // serialises entity-level operations
   const std::unique_ptr<IntentReconciler> reconciler_ ABSL_PT_GUARDED_BY(mu_);
+  // The last Reconcile failed like a pipeline-less switch; the next EnsurePipeline pushes.
+  bool pipeline_suspect_ ABSL_GUARDED_BY(mu_) = false;
+  // EnsurePipeline pushed because of that, and no Reconcile has succeeded since.
+  bool repushed_ ABSL_GUARDED_BY(mu_) = false;
+
+  static bool LooksPipelineless(const absl::Status& status);
 };
 
 }  // namespace inac::southbound

@@ -80,8 +80,10 @@ class SwitchClient {
   virtual bool IsPrimary() const = 0;
 
   // Makes sure the switch runs the INA pipeline: reads the pipeline cookie and pushes the
-  // pipeline (VERIFY_AND_COMMIT, which clears forwarding state) when it is missing or
-  // different. Returns true when it pushed. PermissionDenied when not primary.
+  // pipeline (P4Info + the target's device config, VERIFY_AND_COMMIT, which clears forwarding
+  // state) when it is missing or different, or when the last Reconcile failed the way a switch
+  // without a working pipeline fails although the cookie matched (then once, until a Reconcile
+  // succeeds). Returns true when it pushed. PermissionDenied when not primary.
   virtual absl::StatusOr<bool> EnsurePipeline() = 0;
 
   // Brings the switch to `intent`: reads back the INA tables and multicast groups, diffs by key

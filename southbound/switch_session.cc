@@ -1,5 +1,6 @@
 #include "southbound/switch_session.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -43,9 +44,18 @@ struct SwitchSession::Rpc {
 
 SwitchSession::SwitchSession(SessionOptions options)
     : options_(std::move(options)), rpc_(std::make_unique<Rpc>()) {
-  rpc_->channel = options_.channel != nullptr
-                      ? options_.channel
-                      : grpc::CreateChannel(options_.address, grpc::InsecureChannelCredentials());
+  if (options_.channel != nullptr) {
+    rpc_->channel = options_.channel;
+  } else {
+    // gRPC's own reconnect backoff (1 s initial, up to 120 s) would stack on the session's:
+    // keep it short so that the channel notices a switch that is back within ~1 s.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    rpc_->channel =
+        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  }
   rpc_->stub = p4::v1::P4Runtime::NewStub(rpc_->channel);
   if (options_.random) {
     random_ = options_.random;
@@ -64,6 +74,16 @@ absl::Status SwitchSession::Connect() {
   {
     absl::MutexLock lock(&mu_);
     if (connected_) return absl::OkStatus();
+    if (backing_off_) {
+      // The stream thread is waiting before its next attempt (it retries at once when the
+      // channel becomes ready): say so rather than wait for an answer that cannot come. The
+      // text stays the same from pass to pass, so callers that log changes log it once.
+      return absl::Status(
+          last_error_.code() == absl::StatusCode::kOk ? absl::StatusCode::kUnavailable
+                                                      : last_error_.code(),
+          absl::StrCat("device ", options_.device_id, " at ", options_.address, " is unreachable (",
+                       last_error_.message(), "); reconnecting as soon as it accepts connections"));
+    }
     failed_before = streams_failed_;
     if (!running_) {
       running_ = true;
@@ -174,6 +194,10 @@ void SwitchSession::Run() {
     }
     if (!ok) context->TryCancel();
     const grpc::Status status = stream->Finish();
+    // Whether the transport was up when the stream ended: if it was, the switch refused or
+    // closed the stream and waiting for the channel to become ready tells nothing.
+    const bool channel_was_ready =
+        rpc_->channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;
     absl::Duration delay;
     {
       absl::MutexLock lock(&mu_);
@@ -187,14 +211,41 @@ void SwitchSession::Run() {
       // A new stream starts from the configured id; the switch re-ranks it.
       election_id_ = options_.election_id;
       delay = backoff.Next();
+      backing_off_ = true;
     }
     if (options_.on_backoff) options_.on_backoff(delay);
+    if (WaitBeforeRetry(delay, channel_was_ready)) backoff.Reset();
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), delay);
+    backing_off_ = false;
     if (stopping_) break;
   }
   absl::MutexLock lock(&mu_);
   stream_context_ = nullptr;
+}
+
+bool SwitchSession::WaitBeforeRetry(absl::Duration delay, bool channel_was_ready) {
+  const absl::Time deadline = absl::Now() + delay;
+  // Slices short enough that Disconnect is honoured quickly.
+  constexpr absl::Duration kSlice = absl::Milliseconds(50);
+  // Once the transport has been seen down, the channel becoming READY means the switch accepts
+  // connections again: retry at once, whatever the backoff says. A channel that stays READY
+  // throughout (the switch refused or closed the stream) waits the full delay.
+  bool seen_down = !channel_was_ready;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return false;
+    }
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return false;
+    const grpc_connectivity_state state = rpc_->channel->GetState(/*try_to_connect=*/true);
+    if (state == GRPC_CHANNEL_READY) {
+      if (seen_down) return true;
+    } else {
+      seen_down = true;
+    }
+    rpc_->channel->WaitForStateChange(state, absl::ToChronoTime(std::min(deadline, now + kSlice)));
+  }
 }
 
 bool SwitchSession::OnArbitration(const p4::v1::MasterArbitrationUpdate& update,

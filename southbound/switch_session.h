@@ -4,7 +4,12 @@
 //
 // - A background thread keeps the StreamChannel open: it sends MasterArbitrationUpdate (device
 //   id, election id, role), tracks primary/backup from every arbitration message the switch
-//   sends, and when the stream ends reconnects with exponential backoff and jitter.
+//   sends, and when the stream ends reconnects with exponential backoff and jitter. The backoff
+//   never delays a switch that comes back: while waiting, the session watches the gRPC channel's
+//   connectivity and, when the switch was unreachable and the channel becomes READY (the switch
+//   accepts connections again), retries at once and starts the backoff over. A switch is thus
+//   re-arbitrated within about a second of accepting connections whatever its downtime (the
+//   channel's own reconnect backoff is capped at 1 s for channels the session creates).
 // - When the switch reports that there is no primary (NOT_FOUND, e.g. the primary's stream
 //   dropped, spec behaviour) and `claim_primary_when_vacant` is set, the session re-arbitrates
 //   with election id = highest id the switch reports + its configured id (unique per controller,
@@ -104,8 +109,9 @@ class SwitchSession {
   // Starts the stream thread (if not running) and waits up to `connect_timeout` for the switch's
   // first arbitration answer. OK when answered (primary or backup); otherwise the error that
   // ended the first attempt (Unavailable when unreachable; InvalidArgument for a duplicate
-  // election id; NotFound / FailedPrecondition for a bad device id), or DeadlineExceeded. The
-  // thread keeps retrying in the background in every case until Disconnect.
+  // election id; NotFound / FailedPrecondition for a bad device id), or DeadlineExceeded. While
+  // the thread waits between attempts, returns at once with the last error and when the next
+  // attempt is due. The thread keeps retrying in the background in every case until Disconnect.
   absl::Status Connect();
 
   // Stops the stream thread and closes the stream (the switch sees the primary leave).
@@ -160,6 +166,11 @@ class SwitchSession {
   bool OnArbitration(const p4::v1::MasterArbitrationUpdate& update,
                      const std::function<bool(ElectionId)>& send);
   ElectionId CurrentElectionId() const;
+  // Waits `delay` before the next stream attempt, or less: once the channel has been seen not
+  // ready (at the failure, `channel_was_ready` false, or during the wait) and it becomes READY
+  // (the switch accepts connections again), returns true at once (the caller resets its
+  // backoff). False after the full delay or on Disconnect.
+  bool WaitBeforeRetry(absl::Duration delay, bool channel_was_ready);
 
   const SessionOptions options_;
   std::unique_ptr<Rpc> rpc_;
@@ -177,6 +188,7 @@ class SwitchSession {
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   int64_t streams_opened_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t streams_failed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool backing_off_ ABSL_GUARDED_BY(mu_) = false;  // the thread waits before its next attempt
 };
 
 }  // namespace inac::southbound

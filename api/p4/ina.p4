@@ -225,7 +225,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
     // Aggregator memory (data-plane state only).
     @id(0x16000001) register<bit<64>>(AGG_SLOTS) agg_tag;       // tag ++ chunk
     @id(0x16000002) register<bit<64>>(AGG_SLOTS) agg_bitmap;    // 0: free
-    @id(0x16000003) register<bit<8>>(AGG_SLOTS) agg_count;
+    @id(0x16000003) register<bit<8>>(AGG_SLOTS) agg_fill;   // inputs summed so far
     @id(0x16000004) register<bit<32>>(AGG_SLOTS) agg_prio;
     @id(0x16000005) register<bit<32>>(AGG_SLOTS) agg_upstream;
     @id(0x16000006) register<bit<16>>(AGG_SLOTS) agg_group;
@@ -386,6 +386,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
     //   OP_PREEMPT (add_mask 0):                aggregator = packet;       packet = old
     // and writes 0 instead when the aggregator is released (keep_mask 0). Straight-line code
     // with masks, so that no conditional is needed inside the action.
+    @id(0x01000006)
     action update_lanes() {
         bit<32> old;
         bit<32> sum;
@@ -666,7 +667,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
                                 bit<16> group;
                                 agg_tag.read(tag, meta.agg_index);
                                 agg_bitmap.read(bitmap, meta.agg_index);
-                                agg_count.read(count, meta.agg_index);
+                                agg_fill.read(count, meta.agg_index);
                                 agg_prio.read(prio, meta.agg_index);
                                 agg_upstream.read(upstream, meta.agg_index);
                                 agg_group.read(group, meta.agg_index);
@@ -715,7 +716,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
                                         // Release; the packet carries the sum upstream.
                                         agg_tag.write(meta.agg_index, 0);
                                         agg_bitmap.write(meta.agg_index, 0);
-                                        agg_count.write(meta.agg_index, 0);
+                                        agg_fill.write(meta.agg_index, 0);
                                         agg_prio.write(meta.agg_index, 0);
                                         agg_upstream.write(meta.agg_index, 0);
                                         agg_group.write(meta.agg_index, 0);
@@ -726,7 +727,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
                                     } else {
                                         agg_tag.write(meta.agg_index, my_tag);
                                         agg_bitmap.write(meta.agg_index, new_bitmap);
-                                        agg_count.write(meta.agg_index, new_count);
+                                        agg_fill.write(meta.agg_index, new_count);
                                         agg_prio.write(meta.agg_index, meta.priority);
                                         agg_upstream.write(meta.agg_index, meta.upstream_addr);
                                         agg_group.write(meta.agg_index, meta.mcast_grp);

@@ -75,6 +75,7 @@ TEST(FatTreeTest, P4RuntimeEndpoints) {
   ASSERT_TRUE(t.switches[3].p4runtime.has_value());
   EXPECT_EQ(t.switches[3].p4runtime->address, "127.0.0.1:50003");
   EXPECT_EQ(t.switches[3].p4runtime->device_id, 4u);
+  EXPECT_EQ(t.switches[3].p4runtime->target, TargetKind::kEmulator);
 }
 
 TEST(LeafSpineTest, Counts) {

@@ -29,6 +29,30 @@ TEST(JsonTest, TopologyRoundTrip) {
   EXPECT_EQ(*parsed, t);
 }
 
+TEST(JsonTest, P4RuntimeTargetKind) {
+  std::vector<Problem> problems;
+  auto parse = [&](const std::string& endpoint) {
+    problems.clear();
+    return ParseTopology(
+        R"({"switches": [{"id": "s1", "p4runtime": )" + endpoint +
+            R"(}], "hosts": [{"id": "h1"}], "links": [{"a": "h1", "b": "s1", "gbps": 1}]})",
+        &problems);
+  };
+  // Absent: the emulator (files written before target kinds existed).
+  auto legacy = parse(R"({"address": "127.0.0.1:9559", "device_id": 1})");
+  ASSERT_TRUE(legacy.has_value()) << FormatProblems(problems);
+  EXPECT_EQ(legacy->switches[0].p4runtime->target, TargetKind::kEmulator);
+  auto bmv2 = parse(R"({"address": "127.0.0.1:9559", "device_id": 1, "target": "bmv2"})");
+  ASSERT_TRUE(bmv2.has_value()) << FormatProblems(problems);
+  EXPECT_EQ(bmv2->switches[0].p4runtime->target, TargetKind::kBmv2);
+  EXPECT_EQ(TopologyToJson(*bmv2)["switches"][0]["p4runtime"]["target"], "bmv2");
+  EXPECT_EQ(TopologyFromJson(TopologyToJson(*bmv2), &problems), *bmv2);
+  for (TargetKind kind : {TargetKind::kEmulator, TargetKind::kBmv2, TargetKind::kTofino}) {
+    EXPECT_EQ(ParseTargetKind(TargetKindName(kind)), kind);
+  }
+  EXPECT_FALSE(ParseTargetKind("BMv2").has_value());
+}
+
 TEST(JsonTest, TopologyPrintsInDocumentOrder) {
   Topology t = GenerateFatTree(2, {}).value();
   std::string text = TopologyToJson(t).dump();

@@ -71,19 +71,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"UnknownTopLevelField", Patch(R"("switches")", R"("swiches")"), "swiches",
              "unknown field"},
         Case{"MissingGbps", Patch(R"(, "gbps": 9})", "}"), "links[3].gbps", "required"},
-        Case{"CapableWithoutProcessing",
-             Patch(R"("processing_gbps": 9, )", ""), "switches[0].ina.processing_gbps",
-             "required"},
-        Case{"SelfLoop", Patch(R"("a": "s1", "b": "s2")", R"("a": "s1", "b": "s1")"),
-             "links[2].b", "link connects \"s1\" to itself"},
+        Case{"CapableWithoutProcessing", Patch(R"("processing_gbps": 9, )", ""),
+             "switches[0].ina.processing_gbps", "required"},
+        Case{"SelfLoop", Patch(R"("a": "s1", "b": "s2")", R"("a": "s1", "b": "s1")"), "links[2].b",
+             "link connects \"s1\" to itself"},
         Case{"DuplicateLink",
              Patch(R"({"a": "s2", "b": "ps", "gbps": 9})",
                    R"({"a": "s2", "b": "ps", "gbps": 9}, {"a": "s2", "b": "ps", "gbps": 9})"),
              "links[4].id", "duplicate link id \"s2~ps\""},
         Case{"HostWithoutLink", Patch(R"({"id": "ps"})", R"({"id": "ps"}, {"id": "lonely"})"),
              "hosts[3]", "host \"lonely\" has no link"},
-        Case{"Disconnected",
-             Patch(R"({"a": "s1", "b": "s2", "gbps": 3}, )", ""), "",
+        Case{"Disconnected", Patch(R"({"a": "s1", "b": "s2", "gbps": 3}, )", ""), "",
              "topology is disconnected: 2 node(s) unreachable from s1 (s2, ps)"},
         Case{"BadStatus", Patch(R"("gbps": 9})", R"("gbps": 9, "status": "flaky"})"),
              "links[3].status", "must be \"up\" or \"down\", got \"flaky\""},
@@ -105,10 +103,27 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"HostToHostLink",
              Patch(R"({"a": "h2", "b": "s1", "gbps": 3})", R"({"a": "h2", "b": "h1", "gbps": 3})"),
              "links[1]", "links two hosts (h2, h1); hosts attach to switches"},
-        Case{"DuplicatePort",
-             Patch(R"({"a": "h1", "b": "s1", "gbps": 3}, {"a": "h2", "b": "s1", "gbps": 3})",
-                   R"({"a": "h1", "b": "s1", "gbps": 3, "b_port": 4}, {"a": "h2", "b": "s1", "gbps": 3, "b_port": 4})"),
-             "links[1].b_port", "port 4 of s1 used twice"}),
+        Case{
+            "DuplicatePort",
+            Patch(
+                R"({"a": "h1", "b": "s1", "gbps": 3}, {"a": "h2", "b": "s1", "gbps": 3})",
+                R"({"a": "h1", "b": "s1", "gbps": 3, "b_port": 4}, {"a": "h2", "b": "s1", "gbps": 3, "b_port": 4})"),
+            "links[1].b_port", "port 4 of s1 used twice"},
+        Case{
+            "UnknownTarget",
+            Patch(
+                R"({"id": "s2"})",
+                R"({"id": "s2", "p4runtime": {"address": "127.0.0.1:9", "device_id": 2, "target": "tofino2"}})"),
+            "switches[1].p4runtime.target",
+            "must be \"emulator\", \"bmv2\" or \"tofino\", got \"tofino2\""},
+        Case{
+            "TofinoNotYet",
+            Patch(
+                R"({"id": "s2"})",
+                R"({"id": "s2", "p4runtime": {"address": "127.0.0.1:9", "device_id": 2, "target": "tofino"}})"),
+            "switches[1].p4runtime.target",
+            "\"tofino\" is not supported yet: no Tofino build of ina.p4 ships with INAC (use "
+            "\"bmv2\" or \"emulator\")"}),
     [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(ValidateTopologyTest, StructuralAndSemanticProblemsAreReportedTogether) {
@@ -117,8 +132,8 @@ TEST(ValidateTopologyTest, StructuralAndSemanticProblemsAreReportedTogether) {
   const std::string last = R"({"a": "s2", "b": "ps", "gbps": 9})";
   text.replace(text.find(last), last.size(), last + R"(, {"a": "s2", "b": "s9", "gbps": 9})");
   EXPECT_EQ(FormatProblems(TopologyProblems(text)),
-            FormatProblems({{"switches[1].colour", "unknown field"},
-                            {"links[4].b", "unknown node \"s9\""}}));
+            FormatProblems(
+                {{"switches[1].colour", "unknown field"}, {"links[4].b", "unknown node \"s9\""}}));
   // A semantic problem of an element that failed to decode is not echoed: links[3] lost its
   // gbps (required), so its "must be positive" is left out.
   std::string broken = Patch(R"(, "gbps": 9})", "}");
@@ -179,37 +194,43 @@ std::string Job(const std::string& extra) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadJobTest,
     testing::Values(
-        Case{"WorkerIsItsOwnPs",
-             R"({"name": "j", "workers": ["h1", "ps"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
-             "jobs[0].parameter_servers[0]",
-             "host \"ps\" is both a worker and a parameter server of this job"},
-        Case{"UnknownWorker",
-             R"({"name": "j", "workers": ["h1", "h7"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
-             "jobs[0].workers[1]", "unknown host \"h7\""},
-        Case{"SwitchAsWorker",
-             R"({"name": "j", "workers": ["s1"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
-             "jobs[0].workers[0]", "\"s1\" is a switch, not a host"},
+        Case{
+            "WorkerIsItsOwnPs",
+            R"({"name": "j", "workers": ["h1", "ps"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
+            "jobs[0].parameter_servers[0]",
+            "host \"ps\" is both a worker and a parameter server of this job"},
+        Case{
+            "UnknownWorker",
+            R"({"name": "j", "workers": ["h1", "h7"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
+            "jobs[0].workers[1]", "unknown host \"h7\""},
+        Case{
+            "SwitchAsWorker",
+            R"({"name": "j", "workers": ["s1"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
+            "jobs[0].workers[0]", "\"s1\" is a switch, not a host"},
         Case{"UnknownModel", Job(R"(, "model": "GPT-9")"), "jobs[0].model",
              "unknown model \"GPT-9\" (known: AlexNet, ResNet50, ResNet101, ResNet152, VGG16, "
              "VGG19, BERT-large, GoogLeNet)"},
-        Case{"NegativeIterations", Job("").replace(Job("").find("\"iterations\": 5"), 15,
-                                                   "\"iterations\": -5"),
+        Case{"NegativeIterations",
+             Job("").replace(Job("").find("\"iterations\": 5"), 15, "\"iterations\": -5"),
              "jobs[0].iterations", "must be positive, got -5"},
-        Case{"DuplicateWorker",
-             R"({"name": "j", "workers": ["h1", "h1"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
-             "jobs[0].workers[1]", "duplicate worker \"h1\""},
+        Case{
+            "DuplicateWorker",
+            R"({"name": "j", "workers": ["h1", "h1"], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
+            "jobs[0].workers[1]", "duplicate worker \"h1\""},
         Case{"BatchSizeNotAllowed", Job(R"(, "batch_sizes": [16, 64])"), "jobs[0].batch_size",
              "batch_size 32 is not one of batch_sizes"},
         Case{"BadAllreduce", Job(R"(, "allreduce": "tree")"), "jobs[0].allreduce",
              "must be \"ps\" or \"ring\", got \"tree\""},
         Case{"RingWithPs", Job(R"(, "allreduce": "ring")"), "jobs[0].parameter_servers",
              "allreduce \"ring\" takes no parameter servers"},
-        Case{"WorkersNotStrings",
-             R"({"name": "j", "workers": ["h1", 7], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
-             "jobs[0].workers[1]", "expected a string, got number"},
-        Case{"MissingGradient",
-             R"({"name": "j", "workers": ["h1"], "parameter_servers": ["ps"], "compute_ms": 1, "iterations": 1, "batch_size": 1})",
-             "jobs[0].gradient_bytes", "required"},
+        Case{
+            "WorkersNotStrings",
+            R"({"name": "j", "workers": ["h1", 7], "parameter_servers": ["ps"], "gradient_bytes": 1, "compute_ms": 1, "iterations": 1, "batch_size": 1})",
+            "jobs[0].workers[1]", "expected a string, got number"},
+        Case{
+            "MissingGradient",
+            R"({"name": "j", "workers": ["h1"], "parameter_servers": ["ps"], "compute_ms": 1, "iterations": 1, "batch_size": 1})",
+            "jobs[0].gradient_bytes", "required"},
         Case{"UnknownJobField", Job(R"(, "gpus": 8)"), "jobs[0].gpus", "unknown field"}),
     [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

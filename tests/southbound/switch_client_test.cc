@@ -16,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "p4/v1/p4runtime.grpc.pb.h"
 #include "p4/v1/p4runtime.pb.h"
+#include "southbound/device_config.h"
 #include "southbound/emulator/emulated_switch.h"
 #include "southbound/entity_codec.h"
 #include "southbound/fake_switch_client.h"
@@ -246,6 +247,35 @@ TEST(SwitchSessionTest, UnreachableSwitchIsUnavailableAndBackoffIsObserved) {
   EXPECT_EQ(delays[0], absl::Milliseconds(5));  // the first delay of the policy, no jitter
 }
 
+TEST(SwitchSessionTest, ASwitchThatComesBackIsReconnectedWithoutWaitingOutTheBackoff) {
+  // A backoff far longer than the test's bound: the session can only be back in time by
+  // noticing that the channel is ready again (issue 11: restore within a second of the switch
+  // accepting connections, whatever its downtime).
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  const std::string address = sw->address();
+  SessionOptions options = Session(*sw, {0, 1});
+  options.backoff = BackoffPolicy{absl::Minutes(10), absl::Minutes(10), 2.0, 0.0};
+  SwitchSession session(options);
+  ASSERT_TRUE(session.Connect().ok());
+  ASSERT_TRUE(session.AwaitPrimary(kWait));
+  sw->Shutdown();
+  sw.reset();
+  // The stream ends; the session is waiting out its (10 min) backoff.
+  auto disconnected = [&] { return !session.IsConnected(); };
+  for (int i = 0; i < 2000 && !disconnected(); ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(disconnected());
+  absl::Status down = session.Connect();
+  EXPECT_EQ(down.code(), absl::StatusCode::kUnavailable) << down;
+  EXPECT_NE(down.message().find("reconnecting as soon as it accepts connections"),
+            std::string::npos)
+      << down;
+  auto back = StartSwitch(address);
+  ASSERT_NE(back, nullptr);
+  EXPECT_TRUE(session.AwaitPrimary(kWait)) << "still waiting out the backoff";
+  EXPECT_EQ(session.state().streams_opened, 2);
+}
+
 // A test double that arbitrates strictly by the letter of the specification (section 5.4): a
 // controller becomes primary only with an election id >= the highest ever seen, so after the
 // primary leaves, a backup must re-arbitrate with a higher id than its own. (The emulator
@@ -413,6 +443,57 @@ TEST(SwitchClientTest, EnsurePipelinePushesOnlyWhenTheCookieDiffers) {
   auto second = client->EnsurePipeline();
   ASSERT_TRUE(second.ok());
   EXPECT_FALSE(*second);
+}
+
+TEST(SwitchClientTest, PipelineCarriesTheDeviceConfigAndItsCookieCoversIt) {
+  auto sw = StartSwitch();
+  ASSERT_NE(sw, nullptr);
+  auto make = [&](const std::string& device_config, uint64_t election) {
+    P4RuntimeSwitchClientOptions options;
+    options.switch_id = "leaf1";
+    options.session = Session(*sw, {0, election});
+    options.device_config = device_config;
+    auto client = P4RuntimeSwitchClient::Create(options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return *std::move(client);
+  };
+  auto first = make("{\"target\": \"bmv2\", \"version\": 1}", 1);
+  ASSERT_TRUE(first->Connect().ok());
+  ASSERT_TRUE(first->AwaitPrimary(kWait));
+  ASSERT_TRUE(*first->EnsurePipeline());
+  first->Disconnect();
+  // The emulator stores the device config it was given and returns it.
+  p4::v1::GetForwardingPipelineConfigRequest get;
+  get.set_device_id(kDevice);
+  get.set_response_type(p4::v1::GetForwardingPipelineConfigRequest::ALL);
+  auto stub = p4::v1::P4Runtime::NewStub(
+      grpc::CreateChannel(sw->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  p4::v1::GetForwardingPipelineConfigResponse response;
+  ASSERT_TRUE(stub->GetForwardingPipelineConfig(&context, get, &response).ok());
+  EXPECT_EQ(response.config().p4_device_config(), "{\"target\": \"bmv2\", \"version\": 1}");
+  EXPECT_EQ(response.config().cookie().cookie(), first->cookie());
+  // Same P4Info, another device config: another cookie, so the pipeline is pushed again.
+  auto second = make("{\"target\": \"bmv2\", \"version\": 2}", 2);
+  EXPECT_NE(second->cookie(), first->cookie());
+  ASSERT_TRUE(second->Connect().ok());
+  ASSERT_TRUE(second->AwaitPrimary(kWait));
+  auto pushed = second->EnsurePipeline();
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  EXPECT_TRUE(*pushed);
+}
+
+TEST(SwitchClientTest, EmbeddedDeviceConfigsByTarget) {
+  auto emulator = InaDeviceConfig(core::TargetKind::kEmulator);
+  ASSERT_TRUE(emulator.ok());
+  EXPECT_TRUE(emulator->empty());
+  auto bmv2 = InaDeviceConfig(core::TargetKind::kBmv2);
+  ASSERT_TRUE(bmv2.ok());
+  // p4c's BMv2 JSON of ina.p4: the program's name and its tables.
+  EXPECT_NE(bmv2->find("\"program\" : \"ina.p4\""), std::string::npos);
+  EXPECT_NE(bmv2->find("IngressImpl.ina_job"), std::string::npos);
+  EXPECT_EQ(InaDeviceConfig(core::TargetKind::kTofino).status().code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 TEST(SwitchClientTest, Bmv2GetWithoutPipelineCountsAsMissing) {
