@@ -1073,6 +1073,7 @@ std::vector<SwitchStatus> Controller::Switches() {
     if (sw.p4runtime) {
       st.address = sw.p4runtime->address;
       st.device_id = sw.p4runtime->device_id;
+      st.target = core::TargetKindName(sw.p4runtime->target);
     }
     st.aggregators_total = sw.ina.capable ? sw.ina.aggregators : 0;
     auto it = slots.find(sw.id);

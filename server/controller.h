@@ -73,6 +73,7 @@ struct SwitchStatus {
   bool managed = false;  // has a p4runtime endpoint
   std::string address;
   uint64_t device_id = 0;
+  std::string target;  // target kind ("emulator", "bmv2"), empty when not managed
   bool connected = false;
   bool primary = false;
   uint64_t election_id = 0;

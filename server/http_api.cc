@@ -189,7 +189,7 @@ Json SwitchJson(const SwitchStatus& s) {
   j["id"] = s.id;
   j["managed"] = s.managed;
   if (s.managed) {
-    j["p4runtime"] = {{"address", s.address}, {"device_id", s.device_id}};
+    j["p4runtime"] = {{"address", s.address}, {"device_id", s.device_id}, {"target", s.target}};
   }
   j["connected"] = s.connected;
   j["primary"] = s.primary;
