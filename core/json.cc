@@ -694,6 +694,7 @@ Json PlanToJson(const Plan& plan) {
   Json j = Json::object();
   j["version"] = plan.version;
   j["algorithm"] = plan.algorithm;
+  if (!plan.memory_policy.empty()) j["memory_policy"] = plan.memory_policy;
   if (!plan.fingerprint.empty()) j["fingerprint"] = plan.fingerprint;
   j["solve_ms"] = plan.solve_ms;
   j["jobs"] = std::move(jobs);
@@ -708,6 +709,7 @@ absl::StatusOr<Plan> PlanFromJson(const Json& json) {
     if (r.ok()) {
       r.Int("version", &plan.version, true);
       r.String("algorithm", &plan.algorithm, false);
+      r.String("memory_policy", &plan.memory_policy, false);
       r.String("fingerprint", &plan.fingerprint, false);
       r.Number("solve_ms", &plan.solve_ms, false);
       if (const Json* arr = r.Array("jobs", false)) {
@@ -735,7 +737,10 @@ Json SwitchIntentToJson(const SwitchIntent& s) {
                     {"aggregator_base", j.aggregator_base},
                     {"aggregator_count", j.aggregator_count},
                     {"priority", j.priority},
-                    {"upstream_address", AddressJson(j.upstream_address)}});
+                    {"upstream_address", AddressJson(j.upstream_address)},
+                    {"self_address", AddressJson(j.self_address)},
+                    {"slot_offset", j.slot_offset},
+                    {"window", j.window}});
   }
   Json inputs = Json::array();
   for (const AggregationInputIntent& i : s.inputs) {
@@ -751,7 +756,12 @@ Json SwitchIntentToJson(const SwitchIntent& s) {
                       {"source_address", AddressJson(r.source_address)},
                       {"destination_address", AddressJson(r.destination_address)},
                       {"egress_port", r.egress_port},
-                      {"multicast_group", r.multicast_group}});
+                      {"multicast_group", r.multicast_group},
+                      {"class", RouteClassName(r.packet_class)}});
+  }
+  Json hosts = Json::array();
+  for (const HostPortIntent& h : s.host_ports) {
+    hosts.push_back({{"port", h.port}, {"mac", h.mac}, {"address", AddressJson(h.address)}});
   }
   Json groups = Json::array();
   for (const MulticastGroupIntent& g : s.multicast_groups) {
@@ -759,7 +769,8 @@ Json SwitchIntentToJson(const SwitchIntent& s) {
         {{"group_id", g.group_id}, {"job_id", g.job_id}, {"egress_ports", g.egress_ports}});
   }
   return {{"switch_id", s.switch_id}, {"version", s.version}, {"jobs", jobs},
-          {"inputs", inputs},         {"routes", routes},     {"multicast_groups", groups}};
+          {"inputs", inputs},         {"routes", routes},     {"multicast_groups", groups},
+          {"host_ports", hosts}};
 }
 
 absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
@@ -794,6 +805,10 @@ absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
           e.Int32("priority", &prio, true);
           j.priority = prio;
           ReadAddress(e, "upstream_address", &j.upstream_address);
+          // Absent in intents stored before the contract carried them.
+          if (e.Has("self_address")) ReadAddress(e, "self_address", &j.self_address);
+          if (e.Has("slot_offset")) u32(e, "slot_offset", &j.slot_offset);
+          if (e.Has("window")) u32(e, "window", &j.window);
           s.jobs.push_back(j);
         }
       }
@@ -818,6 +833,14 @@ absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
           ReadAddress(e, "destination_address", &rt.destination_address);
           u32(e, "egress_port", &rt.egress_port);
           u32(e, "multicast_group", &rt.multicast_group);
+          std::string cls;
+          if (e.String("class", &cls, false)) {
+            if (auto parsed = ParseRouteClass(cls)) {
+              rt.packet_class = *parsed;
+            } else {
+              e.Add(e.At("class"), absl::StrCat("must be raw, upstream or result, got \"", cls, "\""));
+            }
+          }
           s.routes.push_back(rt);
         }
       }
@@ -836,6 +859,16 @@ absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
             }
           }
           s.multicast_groups.push_back(g);
+        }
+      }
+      if (const Json* arr = r.Array("host_ports", false)) {
+        for (size_t i = 0; i < arr->size(); ++i) {
+          Reader e((*arr)[i], Indexed("", "host_ports", i), &problems);
+          HostPortIntent h;
+          u32(e, "port", &h.port);
+          e.Uint("mac", &h.mac, true);
+          ReadAddress(e, "address", &h.address);
+          s.host_ports.push_back(h);
         }
       }
     }

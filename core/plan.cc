@@ -1,7 +1,10 @@
 #include "core/plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace inac::core {
@@ -13,20 +16,88 @@ const JobPlan* Plan::FindJob(JobId id) const {
   return nullptr;
 }
 
-uint32_t AggregationTag(JobId job_id, int ps_index) {
-  return static_cast<uint32_t>(job_id) * kMaxParameterServersPerJob +
-         static_cast<uint32_t>(ps_index);
+uint32_t AggregationTag(JobId job_id, int ps_index, int range) {
+  return static_cast<uint32_t>(job_id) * (kMaxParameterServersPerJob * kMaxRangesPerShard) +
+         static_cast<uint32_t>(ps_index) * kMaxRangesPerShard + static_cast<uint32_t>(range);
+}
+
+const char* RouteClassName(RouteClass cls) {
+  switch (cls) {
+    case RouteClass::kRaw:
+      return "raw";
+    case RouteClass::kUpstream:
+      return "upstream";
+    case RouteClass::kResult:
+      return "result";
+  }
+  return "raw";
+}
+
+std::optional<RouteClass> ParseRouteClass(const std::string& name) {
+  for (RouteClass c : {RouteClass::kRaw, RouteClass::kUpstream, RouteClass::kResult}) {
+    if (name == RouteClassName(c)) return c;
+  }
+  return std::nullopt;
+}
+
+uint64_t NodeMac(const Topology& topology, const std::string& node_id) {
+  return (uint64_t{0x0200} << 32) | NodeAddress(topology, node_id);
 }
 
 namespace {
+
+// The data plane's aggregator registers (AGG_SLOTS in api/p4/ina.p4).
+constexpr int64_t kAggregatorSlots = 32768;
 
 // Per-switch accumulation while deriving intents.
 struct Builder {
   std::map<uint32_t, JobAggregationIntent> jobs;  // by tag
   std::map<std::tuple<uint32_t, uint32_t>, AggregationInputIntent> inputs;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, RouteIntent> routes;
+  std::map<std::tuple<uint32_t, uint8_t, uint32_t, uint32_t>, RouteIntent> routes;
   std::map<uint32_t, MulticastGroupIntent> groups;
+  std::map<uint32_t, HostPortIntent> hosts;  // by port
 };
+
+// One aligned chunk range of one (job, PS): where each worker's part of it is aggregated.
+struct Range {
+  int index = 0;
+  std::vector<const FlowPlan*> flows;  // one per worker whose gradient toward the PS covers it
+};
+
+// Cuts the flows of one (job, PS) into aligned chunk ranges: each worker's flows cover [0, 1) in
+// plan order; the ranges are the pieces between every worker's cut points.
+std::vector<Range> RangesOf(const std::vector<const FlowPlan*>& flows) {
+  std::map<std::string, std::vector<const FlowPlan*>> by_worker;
+  for (const FlowPlan* f : flows) by_worker[f->worker].push_back(f);
+  auto key = [](double x) { return static_cast<int64_t>(std::llround(x * 1e9)); };
+  std::set<int64_t> cuts = {0, key(1)};
+  for (const auto& [w, fs] : by_worker) {
+    double at = 0;
+    for (const FlowPlan* f : fs) {
+      at += f->fraction;
+      if (at < 1 - 1e-9) cuts.insert(key(at));
+    }
+  }
+  std::vector<int64_t> points(cuts.begin(), cuts.end());
+  std::vector<Range> out;
+  for (size_t k = 0; k + 1 < points.size() && static_cast<int>(k) < kMaxRangesPerShard; ++k) {
+    Range range;
+    range.index = static_cast<int>(k);
+    const double mid = (points[k] + points[k + 1]) / 2e9;
+    for (const auto& [w, fs] : by_worker) {
+      double at = 0;
+      for (const FlowPlan* f : fs) {
+        if (mid >= at && mid < at + f->fraction) {
+          range.flows.push_back(f);
+          break;
+        }
+        at += f->fraction;
+      }
+    }
+    out.push_back(std::move(range));
+  }
+  return out;
+}
 
 class Deriver {
  public:
@@ -35,24 +106,41 @@ class Deriver {
   }
 
   std::vector<SwitchIntent> Run(const Plan& plan) {
+    shared_ = plan.memory_policy == "esa" || plan.memory_policy == "atp";
+    no_preemption_ = plan.memory_policy == "atp";
     std::vector<const JobPlan*> jobs;
     for (const JobPlan& jp : plan.jobs) jobs.push_back(&jp);
     std::sort(jobs.begin(), jobs.end(),
               [](const JobPlan* a, const JobPlan* b) { return a->job_id < b->job_id; });
-    // Multicast groups first, in tag order, so a tag's group only depends on smaller tags.
-    std::set<uint32_t> taken;
+    // Tags (and their ranges) first; multicast groups in tag order, so a tag's group only
+    // depends on smaller tags.
+    std::vector<TagWork> work;
     for (const JobPlan* jp : jobs) {
       int ps_index = 0;
       for (const auto& [ps, share] : jp->ps_shares) {
         (void)share;
-        uint32_t tag = AggregationTag(jp->job_id, ps_index++);
-        uint32_t group = 1 + tag % 65535;
-        while (taken.count(group)) group = group % 65535 + 1;
-        taken.insert(group);
-        group_of_[tag] = group;
+        std::vector<const FlowPlan*> flows;
+        for (const FlowPlan& f : jp->flows) {
+          if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
+        }
+        for (Range& range : RangesOf(flows)) {
+          work.push_back(TagWork{jp, ps, AggregationTag(jp->job_id, ps_index, range.index),
+                                 std::move(range.flows)});
+        }
+        ++ps_index;
       }
     }
-    for (const JobPlan* jp : jobs) AddJob(*jp);
+    std::sort(work.begin(), work.end(),
+              [](const TagWork& a, const TagWork& b) { return a.tag < b.tag; });
+    std::set<uint32_t> taken;
+    for (const TagWork& w : work) {
+      uint32_t group = 1 + w.tag % 65535;
+      while (taken.count(group)) group = group % 65535 + 1;
+      taken.insert(group);
+      group_of_[w.tag] = group;
+    }
+    for (const TagWork& w : work) AddTag(w);
+    AddHostPorts(plan);
     LayOutRegions();
 
     std::vector<SwitchIntent> out(topology_.switches.size());
@@ -65,11 +153,19 @@ class Deriver {
       for (auto& [k, v] : b.inputs) si.inputs.push_back(v);
       for (auto& [k, v] : b.routes) si.routes.push_back(v);
       for (auto& [k, v] : b.groups) si.multicast_groups.push_back(v);
+      for (auto& [k, v] : b.hosts) si.host_ports.push_back(v);
     }
     return out;
   }
 
  private:
+  struct TagWork {
+    const JobPlan* job;
+    std::string ps;
+    uint32_t tag;
+    std::vector<const FlowPlan*> flows;
+  };
+
   uint32_t Address(const std::string& id) {
     auto it = address_cache_.find(id);
     if (it != address_cache_.end()) return it->second;
@@ -85,94 +181,190 @@ class Deriver {
     return PortOf(topology_, graph_.name(u), graph_.arc(arc).link);
   }
 
-  // Adds unicast route entries for traffic (tag, src -> dst) along `path` (node ids).
-  void AddRoutes(uint32_t tag, JobId job, uint32_t src, uint32_t dst,
-                 const std::vector<std::string>& path) {
+  // Node indices of `path`; empty when a node is unknown.
+  std::vector<int> Indices(const std::vector<std::string>& path) {
+    std::vector<int> out;
+    for (const std::string& id : path) {
+      int v = graph_.index(id);
+      if (v < 0) return {};
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  // A shortest path over up links from `from` to `to` (node indices); empty if none.
+  std::vector<int> ShortestPath(int from, int to) {
+    std::vector<int> parent(graph_.num_nodes(), -1);
+    std::deque<int> queue = {from};
+    parent[from] = from;
+    while (!queue.empty()) {
+      int u = queue.front();
+      queue.pop_front();
+      if (u == to) break;
+      // Only switches forward.
+      if (u != from && !graph_.is_switch(u)) continue;
+      for (int a : graph_.out_arcs(u)) {
+        int v = graph_.arc(a).to;
+        if (parent[v] >= 0) continue;
+        parent[v] = u;
+        queue.push_back(v);
+      }
+    }
+    if (parent[to] < 0) return {};
+    std::vector<int> path = {to};
+    while (path.back() != from) path.push_back(parent[path.back()]);
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
+
+  // Unicast routes (tag, class, src -> dst) on the switches of `path` that forward (every node
+  // but the last); `skip_first` leaves out the first node. Records the links in `tree_edges`.
+  void AddRoutes(uint32_t tag, JobId job, RouteClass cls, uint32_t src, uint32_t dst,
+                 const std::vector<int>& path, std::set<std::pair<int, int>>* tree_edges) {
     for (size_t i = 0; i + 1 < path.size(); ++i) {
-      int u = graph_.index(path[i]);
-      int v = graph_.index(path[i + 1]);
-      if (u < 0 || v < 0 || !graph_.is_switch(u)) continue;
+      int u = path[i];
+      int v = path[i + 1];
+      tree_edges->insert({std::min(u, v), std::max(u, v)});
+      if (!graph_.is_switch(u)) continue;
       uint32_t port = PortToward(u, v);
       if (port == 0) continue;
-      RouteIntent r{tag, job, src, dst, port, 0};
-      builders_[u].routes[{tag, src, dst}] = r;
+      RouteIntent r{tag, job, src, dst, port, 0, cls};
+      builders_[u].routes[{tag, static_cast<uint8_t>(cls), src, dst}] = r;
     }
   }
 
-  void AddJob(const JobPlan& jp) {
-    int ps_index = 0;
-    for (const auto& [ps, share] : jp.ps_shares) {
-      (void)share;
-      uint32_t tag = AggregationTag(jp.job_id, ps_index++);
-      uint32_t group = group_of_[tag];
-      uint32_t ps_addr = Address(ps);
-      std::map<std::string, const AggregatorPlan*> upstream;  // switch -> its path to ps
+  void AddTag(const TagWork& w) {
+    const JobPlan& jp = *w.job;
+    const uint32_t tag = w.tag;
+    const uint32_t group = group_of_[tag];
+    const int ps_node = graph_.index(w.ps);
+    if (ps_node < 0) return;
+    const uint32_t ps_addr = Address(w.ps);
+    std::set<std::pair<int, int>> edges;  // undirected links the tag's traffic uses
+    std::map<int, std::set<std::pair<uint32_t, std::string>>> inputs_at;  // switch -> inputs
+    std::set<int> workers;
+    for (const FlowPlan* f : w.flows) {
+      std::vector<int> path = Indices(f->path);
+      const int worker = graph_.index(f->worker);
+      if (path.empty() || worker < 0) continue;
+      workers.insert(worker);
+      const int agg = graph_.index(f->aggregation_node);
+      const uint32_t w_addr = Address(f->worker);
+      if (agg >= 0 && graph_.is_switch(agg)) {
+        // Raw chunks up to the aggregation switch, which consumes them (or sends them on as
+        // upstream packets).
+        inputs_at[agg].insert({w_addr, f->worker});
+        if (path.back() != agg) {
+          std::vector<int> rest = ShortestPath(path.back(), agg);
+          if (rest.size() > 1) path.insert(path.end(), rest.begin() + 1, rest.end());
+        }
+        AddRoutes(tag, jp.job_id, RouteClass::kRaw, w_addr, ps_addr, path, &edges);
+      } else {
+        // Not aggregated in the network: raw all the way to the PS.
+        if (path.back() != ps_node) {
+          std::vector<int> rest = ShortestPath(path.back(), ps_node);
+          if (rest.size() > 1) path.insert(path.end(), rest.begin() + 1, rest.end());
+        }
+        AddRoutes(tag, jp.job_id, RouteClass::kRaw, w_addr, ps_addr, path, &edges);
+      }
+    }
+    for (const auto& [sw, inputs] : inputs_at) {
+      JobAggregationIntent ji;
+      ji.tag = tag;
+      ji.job_id = jp.job_id;
+      ji.fan_in = static_cast<uint32_t>(inputs.size());
+      ji.input_bitmap = ji.fan_in >= 64 ? ~uint64_t{0} : ((uint64_t{1} << ji.fan_in) - 1);
+      ji.multicast_group = group;
+      ji.priority = no_preemption_ ? 0 : jp.priority;
+      ji.upstream_address = ps_addr;
+      ji.self_address = Address(graph_.name(sw));
+      builders_[sw].jobs[tag] = ji;
+      uint32_t index = 0;
+      for (const auto& [addr, worker] : inputs) {
+        builders_[sw].inputs[{tag, addr}] = AggregationInputIntent{tag, jp.job_id, addr, index++};
+      }
+      // Upstream: the plan's path from this switch to the PS, or a shortest one.
+      std::vector<int> up;
       for (const AggregatorPlan& ap : jp.aggregator_paths) {
-        if (ap.ps == ps) upstream[ap.switch_id] = &ap;
+        if (ap.ps == w.ps && ap.switch_id == graph_.name(sw)) up = Indices(ap.path);
       }
-      // Inputs per aggregation switch, sorted by address for a stable bit assignment.
-      std::map<std::string, std::set<std::pair<uint32_t, std::string>>> inputs_at;
-      // Downward tree: per switch, the set of egress ports toward workers.
-      std::map<int, std::set<uint32_t>> children;
-      for (const FlowPlan& f : jp.flows) {
-        if (f.ps != ps || f.path.empty()) continue;
-        uint32_t w_addr = Address(f.worker);
-        std::vector<std::string> full = f.path;
-        int agg = graph_.index(f.aggregation_node);
-        if (agg >= 0 && graph_.is_switch(agg)) {
-          inputs_at[f.aggregation_node].insert({w_addr, f.worker});
-          auto it = upstream.find(f.aggregation_node);
-          if (it != upstream.end() && it->second->path.size() > 1) {
-            full.insert(full.end(), it->second->path.begin() + 1, it->second->path.end());
-          }
-        }
-        // Worker -> PS traffic is routed along the whole way: up to the aggregator it is consumed
-        // there, beyond it only fallback (unaggregated) packets use these entries.
-        AddRoutes(tag, jp.job_id, w_addr, ps_addr, full);
-        for (size_t i = full.size(); i-- > 1;) {
-          int u = graph_.index(full[i]);
-          int v = graph_.index(full[i - 1]);
-          if (u < 0 || v < 0 || !graph_.is_switch(u)) continue;
-          uint32_t port = PortToward(u, v);
-          if (port != 0) children[u].insert(port);
-        }
+      if (up.size() < 2 || up.front() != sw || up.back() != ps_node) up = ShortestPath(sw, ps_node);
+      AddRoutes(tag, jp.job_id, RouteClass::kUpstream, ji.self_address, ps_addr, up, &edges);
+      auto a = jp.aggregators.find(graph_.name(sw));
+      if (a != jp.aggregators.end()) job_aggregators_[{sw, jp.job_id}] = a->second;
+    }
+    AddResultTree(tag, jp.job_id, group, ps_node, ps_addr, workers, edges);
+  }
+
+  // Breadth-first tree from the PS over the links the tag's traffic uses; each worker's branch is
+  // kept, and each switch on it replicates toward its children only.
+  void AddResultTree(uint32_t tag, JobId job, uint32_t group, int root, uint32_t root_addr,
+                     const std::set<int>& workers, const std::set<std::pair<int, int>>& edges) {
+    std::map<int, std::vector<int>> adjacency;
+    for (const auto& [a, b] : edges) {
+      adjacency[a].push_back(b);
+      adjacency[b].push_back(a);
+    }
+    for (auto& [n, list] : adjacency) std::sort(list.begin(), list.end());
+    std::map<int, int> parent = {{root, root}};
+    std::deque<int> queue = {root};
+    while (!queue.empty()) {
+      int u = queue.front();
+      queue.pop_front();
+      if (u != root && !graph_.is_switch(u)) continue;  // hosts do not forward
+      for (int v : adjacency[u]) {
+        if (parent.count(v)) continue;
+        parent[v] = u;
+        queue.push_back(v);
       }
-      for (const auto& [sw, inputs] : inputs_at) {
-        int u = graph_.index(sw);
-        JobAggregationIntent ji;
-        ji.tag = tag;
-        ji.job_id = jp.job_id;
-        ji.fan_in = static_cast<uint32_t>(inputs.size());
-        ji.input_bitmap = ji.fan_in >= 64 ? ~uint64_t{0} : ((uint64_t{1} << ji.fan_in) - 1);
-        ji.multicast_group = group;
-        ji.priority = jp.priority;
-        ji.upstream_address = ps_addr;
-        builders_[u].jobs[tag] = ji;
-        uint32_t index = 0;
-        for (const auto& [addr, worker] : inputs) {
-          builders_[u].inputs[{tag, addr}] = AggregationInputIntent{tag, jp.job_id, addr, index++};
-        }
-        auto it = upstream.find(sw);
-        if (it != upstream.end()) AddRoutes(tag, jp.job_id, Address(sw), ps_addr, it->second->path);
-        // The job's aggregators on this switch are shared by its shards aggregating here.
-        auto a = jp.aggregators.find(sw);
-        if (a != jp.aggregators.end()) job_aggregators_[{u, jp.job_id}] = a->second;
+    }
+    std::map<int, std::set<uint32_t>> children;
+    for (int worker : workers) {
+      if (!parent.count(worker)) continue;
+      for (int v = worker; v != root; v = parent[v]) {
+        const int u = parent[v];
+        if (!graph_.is_switch(u)) continue;
+        uint32_t port = PortToward(u, v);
+        if (port != 0) children[u].insert(port);
       }
-      for (const auto& [u, ports] : children) {
-        builders_[u].routes[{tag, ps_addr, 0}] = RouteIntent{tag, jp.job_id, ps_addr, 0, 0, group};
-        MulticastGroupIntent g{group, jp.job_id, std::vector<uint32_t>(ports.begin(), ports.end())};
-        builders_[u].groups[group] = g;
+    }
+    for (const auto& [u, ports] : children) {
+      builders_[u].routes[{tag, static_cast<uint8_t>(RouteClass::kResult), root_addr, 0}] =
+          RouteIntent{tag, job, root_addr, 0, 0, group, RouteClass::kResult};
+      builders_[u].groups[group] =
+          MulticastGroupIntent{group, job, std::vector<uint32_t>(ports.begin(), ports.end())};
+    }
+  }
+
+  // `ina_host` entries for the hosts of the plan's jobs, on the switch each attaches to.
+  void AddHostPorts(const Plan& plan) {
+    std::set<std::string> hosts;
+    for (const JobPlan& jp : plan.jobs) {
+      for (const FlowPlan& f : jp.flows) hosts.insert(f.worker);
+      for (const auto& [ps, share] : jp.ps_shares) hosts.insert(ps);
+    }
+    for (const std::string& id : hosts) {
+      const int h = graph_.index(id);
+      if (h < 0 || !graph_.is_host(h)) continue;
+      for (int a : graph_.out_arcs(h)) {
+        const int sw = graph_.arc(a).to;
+        if (!graph_.is_switch(sw)) continue;
+        uint32_t port = PortToward(sw, h);
+        if (port == 0) continue;
+        builders_[sw].hosts[port] = HostPortIntent{port, NodeMac(topology_, id), Address(id)};
       }
     }
   }
 
-  // Splits each job's aggregators on a switch over its shards there and lays out regions in tag
-  // order.
+  // Splits each job's aggregators on a switch over its tags there and lays out windows in tag
+  // order; the region is the window (static pools) or the switch's whole pool (shared memory).
   void LayOutRegions() {
     for (size_t u = 0; u < builders_.size(); ++u) {
       std::map<JobId, int> shards;
       for (auto& [tag, ji] : builders_[u].jobs) shards[ji.job_id]++;
       std::map<JobId, int> seen;
+      const int64_t pool =
+          std::min<int64_t>(kAggregatorSlots, std::max<int64_t>(0, graph_.aggregators(u)));
       uint32_t base = 0;
       for (auto& [tag, ji] : builders_[u].jobs) {
         auto it = job_aggregators_.find({static_cast<int>(u), ji.job_id});
@@ -180,8 +372,18 @@ class Deriver {
         int n = shards[ji.job_id];
         int k = seen[ji.job_id]++;
         int64_t count = total / n + (k < total % n ? 1 : 0);
-        ji.aggregator_base = base;
-        ji.aggregator_count = static_cast<uint32_t>(count);
+        ji.slot_offset = base;
+        ji.window = static_cast<uint32_t>(count);
+        if (shared_) {
+          ji.aggregator_base = 0;
+          ji.aggregator_count = static_cast<uint32_t>(pool);
+          // Windows wrap around the shared pool.
+          if (pool > 0) ji.slot_offset = static_cast<uint32_t>(base % pool);
+        } else {
+          ji.aggregator_base = base;
+          ji.aggregator_count = static_cast<uint32_t>(count);
+          ji.slot_offset = 0;
+        }
         base += static_cast<uint32_t>(count);
       }
     }
@@ -189,6 +391,8 @@ class Deriver {
 
   const Topology& topology_;
   Graph graph_;
+  bool shared_ = false;
+  bool no_preemption_ = false;
   std::vector<Builder> builders_;
   std::unordered_map<std::string, uint32_t> address_cache_;
   std::map<uint32_t, uint32_t> group_of_;

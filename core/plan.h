@@ -62,6 +62,11 @@ struct JobPlan {
 struct Plan {
   int64_t version = 0;
   std::string algorithm;
+  // The aggregator-memory policy the grants come from ("esa", "atp", "switchml"; empty: static
+  // pools). It decides the data plane's memory layout (DeriveSwitchIntents): "esa" and "atp"
+  // share each switch's aggregators among its tags (ESA preempts by priority, ATP does not);
+  // anything else gives each tag a static pool of its grant (SwitchML).
+  std::string memory_policy;
   // Digest of what the plan was computed from (topology version, jobs and their priorities,
   // options), set by the controller: a restart re-plans only when it differs.
   std::string fingerprint;
@@ -74,14 +79,23 @@ struct Plan {
 
 // --- Per-switch intent: the control-plane state of api/p4/ina.p4 on one switch. ---
 //
-// Aggregation tags. A job with several parameter servers aggregates one shard of its model per PS,
-// each with its own set of inputs, so the data plane keys aggregation state by an *aggregation
-// tag*, the value carried in the INA header field `job_id`: tag = job_id * 8 + ps_index (ps_index is
-// the PS's position among the keys of JobPlan::ps_shares, which are sorted by id; < 8). Every entry also carries the owning job id
-// (written to TableEntry.metadata). Precondition: job ids are below 2^29.
+// Aggregation tags. The data plane keys aggregation state by an *aggregation tag*, the value
+// carried in the INA header field `job_id`. A job aggregates one shard of its model per PS, and a
+// shard whose workers split their gradient over several aggregation nodes (FlowPlan::fraction <
+// 1) is cut into aligned chunk ranges, each with its own inputs, so each (PS, range) has its own
+// tag: tag = job_id * 64 + ps_index * 8 + range (ps_index: the PS's position among the keys of
+// JobPlan::ps_shares, sorted by id, < 8; range < 8, 0 when the shard is not split). Every entry
+// also carries the owning job id (TableEntry.metadata; 0 for fabric entries). Precondition: job
+// ids are below 2^26.
 
 inline constexpr int kMaxParameterServersPerJob = 8;
-uint32_t AggregationTag(JobId job_id, int ps_index);
+inline constexpr int kMaxRangesPerShard = 8;
+uint32_t AggregationTag(JobId job_id, int ps_index, int range = 0);
+
+// The MAC address INAC gives a node (48 bits in a uint64): 02:00 (locally administered) followed
+// by its IPv4 address (NodeAddress). The data plane writes it as the destination of frames to a
+// host; the lab configures hosts with it.
+uint64_t NodeMac(const Topology& topology, const std::string& node_id);
 
 // `ina_job` table entry (key: tag): this switch aggregates one shard of a job.
 struct JobAggregationIntent {
@@ -94,6 +108,15 @@ struct JobAggregationIntent {
   uint32_t aggregator_count = 0;
   int32_t priority = 0;
   uint32_t upstream_address = 0;  // where the aggregate is sent: the PS of this shard
+  // This switch's address: the IPv4 source of everything it sends toward the PS (aggregates,
+  // fallbacks, evicted partial sums), so that routes and the PS tell them from raw chunks.
+  uint32_t self_address = 0;
+  // Not written to the switch: the slots the workers use for this tag, [slot_offset,
+  // slot_offset + window) within the region (they pick slot_offset + chunk mod window). Equal to
+  // the region under static pools; under shared memory the region is the switch's whole pool and
+  // the window is the tag's grant, placed so that tags collide only beyond their grants.
+  uint32_t slot_offset = 0;
+  uint32_t window = 0;
 
   bool operator==(const JobAggregationIntent&) const = default;
 };
@@ -109,10 +132,21 @@ struct AggregationInputIntent {
   bool operator==(const AggregationInputIntent&) const = default;
 };
 
-// `ina_route` table entry (key: tag, source_address, destination_address): next hop of the shard's
-// traffic. Exactly one of egress_port / multicast_group is non-zero. Gradient traffic is keyed by
-// its real source and destination; result traffic from a PS uses destination_address 0 and a
-// multicast group.
+// The class of an INA packet, the second key field of `ina_route`:
+//   kRaw       a worker's chunk (flags 0, or RETRANSMIT): source = the worker, destination = PS
+//   kUpstream  from an aggregation switch to the PS (AGGREGATE, or FALLBACK: unaggregated,
+//              partial, evicted): source = that switch (JobAggregationIntent::self_address)
+//   kResult    the PS's finished chunk (RESULT): source = the PS, destination 0 in the lookup
+enum class RouteClass : uint8_t { kRaw = 0, kUpstream = 1, kResult = 2 };
+// "raw", "upstream", "result"; Parse returns nullopt for anything else.
+const char* RouteClassName(RouteClass cls);
+std::optional<RouteClass> ParseRouteClass(const std::string& name);
+
+// `ina_route` table entry (key: tag, class, source_address, destination_address): next hop of the
+// tag's traffic. Exactly one of egress_port / multicast_group is non-zero (both 0: drop). Raw
+// chunks are routed from the worker to its aggregation node (the PS when not aggregated),
+// upstream packets from the aggregation switch to the PS, results down a loop-free tree rooted at
+// the PS: each switch replicates only toward its children (the ports toward the tag's workers).
 struct RouteIntent {
   uint32_t tag = 0;
   JobId job_id = 0;
@@ -120,8 +154,20 @@ struct RouteIntent {
   uint32_t destination_address = 0;
   uint32_t egress_port = 0;
   uint32_t multicast_group = 0;
+  RouteClass packet_class = RouteClass::kRaw;
 
   bool operator==(const RouteIntent&) const = default;
+};
+
+// `ina_host` table entry (egress, key: egress port): the host behind a host-facing port. Frames
+// to it get its MAC as destination, and results replicated to it its IPv4 address, so an ordinary
+// UDP socket receives them. Fabric state (job id 0), derived for the hosts of the plan's jobs.
+struct HostPortIntent {
+  uint32_t port = 0;
+  uint64_t mac = 0;
+  uint32_t address = 0;
+
+  bool operator==(const HostPortIntent&) const = default;
 };
 
 // A multicast group on the switch's packet replication engine (results of one tag).
@@ -140,20 +186,33 @@ struct SwitchIntent {
   std::vector<AggregationInputIntent> inputs;
   std::vector<RouteIntent> routes;
   std::vector<MulticastGroupIntent> multicast_groups;
+  std::vector<HostPortIntent> host_ports;
 
   bool operator==(const SwitchIntent&) const = default;
   bool empty() const {
-    return jobs.empty() && inputs.empty() && routes.empty() && multicast_groups.empty();
+    return jobs.empty() && inputs.empty() && routes.empty() && multicast_groups.empty() &&
+           host_ports.empty();
   }
 };
 
-// Multicast group ids (1..65535, also the index of the per-job counters) are assigned to tags by
+// Multicast group ids (1..65535, also the index of the per-tag counters) are assigned to tags by
 // DeriveSwitchIntents: group = 1 + (tag mod 65535), probing upwards past groups already taken by a
 // smaller tag of the same plan, so a tag keeps its group while its job lives.
-// Derives every switch's intent from `plan` on `topology` (precondition: the plan refers only to
-// nodes of the topology; unknown nodes are skipped). Result: one SwitchIntent per switch of the
-// topology, in topology order, each with `version = plan.version`, entries sorted by key so equal
-// plans give equal intents. Aggregator regions are laid out per switch in tag order.
+//
+// Derives every switch's intent from `plan` on `topology` (the contract with api/p4/ina.p4,
+// docs/ina-pipeline.md). Per tag: an `ina_job` entry and one `ina_worker` entry per input on each
+// aggregation switch; raw routes along each worker's path to its aggregation node (to the PS when
+// it is not aggregated); upstream routes from each aggregation switch to the PS (the plan's
+// AggregatorPlan path, or a shortest path when the plan has none); a result tree rooted at the PS
+// over the links those paths use (breadth-first, so loop-free, each switch replicating only toward
+// its children); `ina_host` entries for every host of a job in the plan. Aggregator regions per
+// switch in tag order: static pools of each tag's grant, or, with memory_policy "esa"/"atp", the
+// switch's whole pool (aggregators, at most 32768) shared by all its tags with each tag's window
+// placed as the static layout would place it ("atp": priorities 0, so nothing preempts).
+// Preconditions: the plan refers only to nodes of the topology (unknown nodes are skipped); at
+// most kMaxRangesPerShard chunk ranges per (job, PS) (further ranges are not derived). Result: one
+// SwitchIntent per switch of the topology, in topology order, each with `version =
+// plan.version`, entries sorted by key, so equal plans give equal intents.
 std::vector<SwitchIntent> DeriveSwitchIntents(const Topology& topology, const Plan& plan);
 
 }  // namespace inac::core

@@ -44,6 +44,12 @@ const bit<16> INA_UDP_PORT = 48864;   // 0xBEE0
 const bit<8> FLAG_RESULT = 0x01;      // PS -> workers: the finished chunk
 const bit<8> FLAG_FALLBACK = 0x02;    // partial or unaggregated data: the PS completes the sum
 const bit<8> FLAG_AGGREGATE = 0x04;   // switch -> PS: the sum of every input of this switch
+const bit<8> FLAG_RETRANSMIT = 0x08;  // worker: a copy sent again after a timeout
+
+// Packet classes, the second key field of ina_route (core::RouteClass).
+const bit<8> CLASS_RAW = 0;       // a worker's chunk on its way to its aggregation node or PS
+const bit<8> CLASS_UPSTREAM = 1;  // from an aggregation switch to the PS (aggregate or fallback)
+const bit<8> CLASS_RESULT = 2;    // the PS's finished chunk on its way down to the workers
 
 #define AGG_SLOTS 32768
 
@@ -51,6 +57,8 @@ const bit<2> OP_NONE = 0;
 const bit<2> OP_OCCUPY = 1;   // free aggregator: take it
 const bit<2> OP_ADD = 2;      // same tag and chunk: add
 const bit<2> OP_PREEMPT = 3;  // lower-priority occupant: swap
+// (OP_FLUSH reuses OP_PREEMPT's lane masks with keep_mask 0: the packet takes the partial sum and
+// the aggregator is released.)
 
 header ethernet_t {
     bit<48> dst_addr;
@@ -167,12 +175,15 @@ struct metadata_t {
     bit<32> agg_count;
     bit<32> priority;
     bit<32> upstream_addr;
+    bit<32> self_addr;
+    bit<8>  pkt_class;
     bit<8>  input_index;
     bit<32> agg_index;
     bit<2>  op;
     bit<1>  complete;
     bit<1>  consumed;
-    bit<32> add_mask;   // all ones for OP_ADD, else 0
+    bit<32> add_mask;   // all ones: the aggregator's lanes are part of the sum
+    bit<32> swap_mask;  // all ones: the packet leaves with the aggregator's old lanes
     bit<32> keep_mask;  // 0 when the aggregator is released, else all ones
 }
 
@@ -294,7 +305,8 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
 
     @id(0x01000001)
     action set_job(bit<32> fan_in, bit<64> input_bitmap, bit<16> mcast_grp, bit<32> agg_base,
-                   bit<32> agg_count, bit<32> priority, bit<32> upstream_addr) {
+                   bit<32> agg_count, bit<32> priority, bit<32> upstream_addr,
+                   bit<32> self_addr) {
         meta.fan_in = fan_in;
         meta.input_bitmap = input_bitmap;
         meta.mcast_grp = mcast_grp;
@@ -302,6 +314,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
         meta.agg_count = agg_count;
         meta.priority = priority;
         meta.upstream_addr = upstream_addr;
+        meta.self_addr = self_addr;
     }
 
     @id(0x01000002)
@@ -318,6 +331,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
     @id(0x01000004)
     action multicast(bit<16> grp) {
         standard_metadata.mcast_grp = grp;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
     @id(0x01000005)
@@ -356,6 +370,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
     table ina_route {
         key = {
             hdr.ina.job_id : exact;
+            meta.pkt_class : exact;
             hdr.ipv4.src_addr : exact;
             hdr.ipv4.dst_addr : exact;
         }
@@ -381,11 +396,13 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
         size = 4096;
     }
 
-    // Adds / swaps the lanes of the packet and the aggregator at meta.agg_index:
-    //   OP_OCCUPY / OP_ADD (add_mask all ones): aggregator = old + packet; packet = old + packet
-    //   OP_PREEMPT (add_mask 0):                aggregator = packet;       packet = old
-    // and writes 0 instead when the aggregator is released (keep_mask 0). Straight-line code
-    // with masks, so that no conditional is needed inside the action.
+    // Lane update at meta.agg_index, straight-line code with masks (no conditional inside):
+    //   sum = (aggregator & add_mask) + packet
+    //   aggregator = sum & keep_mask
+    //   packet = swap_mask ? old aggregator : sum
+    // OP_OCCUPY / OP_ADD: add all ones (a free aggregator holds zeros), swap 0; a stale aggregator
+    // is overwritten with add 0. OP_PREEMPT: add 0, swap all ones (the packet takes the evicted
+    // partial sum). Flush: as OP_PREEMPT with keep 0. keep 0 also when the sum is complete.
     @id(0x01000006)
     action update_lanes() {
         bit<32> old;
@@ -393,382 +410,469 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
         agg_v00.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v00;
         agg_v00.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v00 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v00 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v01.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v01;
         agg_v01.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v01 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v01 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v02.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v02;
         agg_v02.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v02 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v02 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v03.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v03;
         agg_v03.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v03 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v03 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v04.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v04;
         agg_v04.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v04 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v04 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v05.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v05;
         agg_v05.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v05 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v05 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v06.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v06;
         agg_v06.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v06 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v06 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v07.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v07;
         agg_v07.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v07 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v07 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v08.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v08;
         agg_v08.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v08 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v08 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v09.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v09;
         agg_v09.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v09 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v09 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v10.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v10;
         agg_v10.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v10 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v10 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v11.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v11;
         agg_v11.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v11 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v11 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v12.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v12;
         agg_v12.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v12 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v12 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v13.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v13;
         agg_v13.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v13 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v13 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v14.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v14;
         agg_v14.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v14 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v14 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v15.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v15;
         agg_v15.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v15 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v15 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v16.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v16;
         agg_v16.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v16 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v16 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v17.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v17;
         agg_v17.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v17 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v17 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v18.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v18;
         agg_v18.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v18 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v18 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v19.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v19;
         agg_v19.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v19 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v19 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v20.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v20;
         agg_v20.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v20 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v20 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v21.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v21;
         agg_v21.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v21 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v21 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v22.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v22;
         agg_v22.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v22 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v22 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v23.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v23;
         agg_v23.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v23 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v23 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v24.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v24;
         agg_v24.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v24 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v24 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v25.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v25;
         agg_v25.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v25 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v25 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v26.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v26;
         agg_v26.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v26 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v26 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v27.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v27;
         agg_v27.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v27 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v27 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v28.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v28;
         agg_v28.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v28 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v28 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v29.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v29;
         agg_v29.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v29 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v29 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v30.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v30;
         agg_v30.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v30 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v30 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v31.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v31;
         agg_v31.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v31 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v31 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v32.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v32;
         agg_v32.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v32 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v32 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v33.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v33;
         agg_v33.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v33 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v33 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v34.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v34;
         agg_v34.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v34 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v34 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v35.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v35;
         agg_v35.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v35 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v35 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v36.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v36;
         agg_v36.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v36 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v36 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v37.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v37;
         agg_v37.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v37 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v37 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v38.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v38;
         agg_v38.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v38 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v38 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v39.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v39;
         agg_v39.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v39 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v39 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v40.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v40;
         agg_v40.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v40 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v40 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v41.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v41;
         agg_v41.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v41 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v41 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v42.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v42;
         agg_v42.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v42 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v42 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v43.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v43;
         agg_v43.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v43 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v43 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v44.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v44;
         agg_v44.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v44 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v44 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v45.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v45;
         agg_v45.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v45 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v45 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v46.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v46;
         agg_v46.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v46 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v46 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v47.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v47;
         agg_v47.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v47 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v47 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v48.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v48;
         agg_v48.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v48 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v48 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v49.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v49;
         agg_v49.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v49 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v49 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v50.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v50;
         agg_v50.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v50 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v50 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v51.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v51;
         agg_v51.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v51 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v51 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v52.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v52;
         agg_v52.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v52 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v52 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v53.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v53;
         agg_v53.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v53 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v53 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v54.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v54;
         agg_v54.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v54 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v54 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v55.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v55;
         agg_v55.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v55 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v55 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v56.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v56;
         agg_v56.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v56 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v56 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v57.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v57;
         agg_v57.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v57 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v57 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v58.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v58;
         agg_v58.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v58 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v58 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v59.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v59;
         agg_v59.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v59 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v59 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v60.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v60;
         agg_v60.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v60 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v60 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
         agg_v61.read(old, meta.agg_index);
         sum = (old & meta.add_mask) + hdr.ina.v61;
         agg_v61.write(meta.agg_index, sum & meta.keep_mask);
-        hdr.ina.v61 = (sum & meta.add_mask) | (old & ~meta.add_mask);
+        hdr.ina.v61 = (sum & ~meta.swap_mask) | (old & meta.swap_mask);
+    }
+
+    // The aggregator at meta.agg_index is released (zeroed state; update_lanes zeroes the lanes).
+    @id(0x01000007)
+    action release_aggregator() {
+        agg_tag.write(meta.agg_index, 0);
+        agg_bitmap.write(meta.agg_index, 0);
+        agg_fill.write(meta.agg_index, 0);
+        agg_prio.write(meta.agg_index, 0);
+        agg_upstream.write(meta.agg_index, 0);
+        agg_group.write(meta.agg_index, 0);
+    }
+
+    // The packet leaves this aggregation switch for the PS (class UPSTREAM): its source becomes
+    // this switch, so routes and the PS tell it apart from the workers' raw chunks; its bitmap
+    // names the inputs of this switch whose data it carries.
+    @id(0x01000008)
+    action to_upstream(bit<8> flag, bit<64> bitmap, bit<8> count, bit<32> upstream) {
+        hdr.ina.flags = hdr.ina.flags | flag;
+        hdr.ina.bitmap = bitmap;
+        hdr.ina.count = count;
+        hdr.ipv4.src_addr = meta.self_addr;
+        hdr.ipv4.dst_addr = upstream;
     }
 
     apply {
         meta.consumed = 0;
-        bit<1> use_lpm = 0;
-        if (hdr.ipv4.isValid()) {
-            if (hdr.ina.isValid()) {
-                if ((hdr.ina.flags & FLAG_RESULT) != 0) {
-                    hdr.ipv4.dst_addr = 0;
-                } else if ((hdr.ina.flags & (FLAG_FALLBACK | FLAG_AGGREGATE)) == 0) {
-                    if (ina_job.apply().hit) {
-                        if (ina_worker.apply().hit) {
-                            if (hdr.ina.slot >= meta.agg_count ||
-                                    meta.agg_base + hdr.ina.slot >= AGG_SLOTS) {
-                                // No aggregator for the slot: the PS sums it.
-                                hdr.ina.flags = hdr.ina.flags | FLAG_FALLBACK;
-                                job_fallback.count((bit<32>)meta.mcast_grp);
-                            } else {
-                                meta.agg_index = meta.agg_base + hdr.ina.slot;
-                                bit<64> my_tag = hdr.ina.job_id ++ hdr.ina.chunk;
-                                bit<64> my_bit = ((bit<64>)1) << meta.input_index;
-                                bit<64> tag;
-                                bit<64> bitmap;
-                                bit<8> count;
-                                bit<32> prio;
-                                bit<32> upstream;
-                                bit<16> group;
-                                agg_tag.read(tag, meta.agg_index);
-                                agg_bitmap.read(bitmap, meta.agg_index);
-                                agg_fill.read(count, meta.agg_index);
-                                agg_prio.read(prio, meta.agg_index);
-                                agg_upstream.read(upstream, meta.agg_index);
-                                agg_group.read(group, meta.agg_index);
+        if (!hdr.ipv4.isValid()) {
+            // INAC's fabric carries IPv4 only (hosts use static neighbour entries, no ARP).
+            mark_to_drop(standard_metadata);
+            return;
+        }
+        if (hdr.ipv4.ttl <= 1) {
+            // A hop limit for every packet, results included.
+            mark_to_drop(standard_metadata);
+            return;
+        }
+        if (!hdr.ina.isValid()) {
+            ipv4_forward.apply();
+            return;
+        }
+        bit<1> retransmit = 0;
+        if ((hdr.ina.flags & FLAG_RETRANSMIT) != 0) {
+            retransmit = 1;
+        }
+        if ((hdr.ina.flags & FLAG_RESULT) != 0) {
+            // Results are replicated down the tag's tree; the last hop addresses each copy to its
+            // host (EgressImpl, ina_host).
+            hdr.ipv4.dst_addr = 0;
+        } else if ((hdr.ina.flags & FLAG_FALLBACK) == 0 && ina_job.apply().hit &&
+                   ina_worker.apply().hit) {
+            // A raw chunk of an input of this switch, or the aggregate of a child switch.
+            bit<64> my_bit = ((bit<64>)1) << meta.input_index;
+            if (hdr.ina.slot >= meta.agg_count || meta.agg_base + hdr.ina.slot >= AGG_SLOTS) {
+                // No aggregator for the slot: the PS sums it.
+                to_upstream(FLAG_FALLBACK, my_bit, hdr.ina.count, meta.upstream_addr);
+                job_fallback.count((bit<32>)meta.mcast_grp);
+            } else {
+                meta.agg_index = meta.agg_base + hdr.ina.slot;
+                bit<64> my_tag = hdr.ina.job_id ++ hdr.ina.chunk;
+                bit<64> tag;
+                bit<64> bitmap;
+                bit<8> count;
+                bit<32> prio;
+                bit<32> upstream;
+                bit<16> group;
+                agg_tag.read(tag, meta.agg_index);
+                agg_bitmap.read(bitmap, meta.agg_index);
+                agg_fill.read(count, meta.agg_index);
+                agg_prio.read(prio, meta.agg_index);
+                agg_upstream.read(upstream, meta.agg_index);
+                agg_group.read(group, meta.agg_index);
+                // Same tag, another chunk: the old chunk is complete (a worker only reuses a slot
+                // after the result of its previous chunk), so its leftovers are stale.
+                bit<1> stale = 0;
+                if (bitmap != 0 && tag[63:32] == hdr.ina.job_id && tag != my_tag &&
+                        retransmit == 0) {
+                    bitmap = 0;
+                    stale = 1;
+                }
 
-                                meta.op = OP_NONE;
-                                bit<64> new_bitmap = my_bit;
-                                bit<8> new_count = 1;
-                                if (bitmap == 0) {
-                                    meta.op = OP_OCCUPY;
-                                } else if (tag == my_tag) {
-                                    if ((bitmap & my_bit) != 0) {
-                                        // Duplicate (retransmission) of an input already summed.
-                                        mark_to_drop(standard_metadata);
-                                        meta.consumed = 1;
-                                    } else {
-                                        meta.op = OP_ADD;
-                                        new_bitmap = bitmap | my_bit;
-                                        new_count = count + 1;
-                                    }
-                                } else if ((int<32>)meta.priority > (int<32>)prio &&
-                                       my_bit != meta.input_bitmap) {
-                                    meta.op = OP_PREEMPT;
-                                } else {
-                                    // Held by an equal or higher priority: unaggregated.
-                                    hdr.ina.flags = hdr.ina.flags | FLAG_FALLBACK;
-                                    job_fallback.count((bit<32>)meta.mcast_grp);
-                                }
+                meta.op = OP_NONE;
+                bit<1> flush = 0;
+                bit<64> new_bitmap = my_bit;
+                bit<8> new_count = hdr.ina.count;
+                if (retransmit == 1) {
+                    // A copy sent again never aggregates. If the aggregator holds this input's
+                    // first copy, the packet takes the partial sum to the PS and frees the
+                    // aggregator (nobody else will complete it); otherwise it goes on alone.
+                    if (bitmap != 0 && tag == my_tag && (bitmap & my_bit) != 0) {
+                        flush = 1;
+                        meta.op = OP_PREEMPT;
+                    }
+                } else if (bitmap == 0) {
+                    meta.op = OP_OCCUPY;
+                } else if (tag == my_tag) {
+                    if ((bitmap & my_bit) != 0) {
+                        // A duplicate of an input already summed.
+                        mark_to_drop(standard_metadata);
+                        meta.consumed = 1;
+                    } else {
+                        meta.op = OP_ADD;
+                        new_bitmap = bitmap | my_bit;
+                        new_count = count + hdr.ina.count;
+                    }
+                } else if ((int<32>)meta.priority > (int<32>)prio &&
+                           my_bit != meta.input_bitmap) {
+                    meta.op = OP_PREEMPT;
+                }
 
-                                if (meta.op != OP_NONE) {
-                                    meta.complete = 0;
-                                    if (new_bitmap == meta.input_bitmap) {
-                                        meta.complete = 1;
-                                    }
-                                    // A free aggregator holds zeros: occupying is adding.
-                                    meta.add_mask = 0xFFFFFFFF;
-                                    meta.keep_mask = 0xFFFFFFFF;
-                                    if (meta.op == OP_PREEMPT) {
-                                        meta.add_mask = 0;
-                                    } else if (meta.complete == 1) {
-                                        meta.keep_mask = 0;
-                                    }
-                                    update_lanes();
-                                    job_aggregated.count((bit<32>)meta.mcast_grp);
+                if (meta.op == OP_NONE) {
+                    if (meta.consumed == 0) {
+                        // Held by an equal or higher priority, or a retransmission: unaggregated.
+                        to_upstream(FLAG_FALLBACK, my_bit, hdr.ina.count, meta.upstream_addr);
+                        job_fallback.count((bit<32>)meta.mcast_grp);
+                    }
+                } else {
+                    meta.complete = 0;
+                    if (flush == 0 && new_bitmap == meta.input_bitmap) {
+                        meta.complete = 1;
+                    }
+                    meta.add_mask = 0xFFFFFFFF;
+                    meta.swap_mask = 0;
+                    meta.keep_mask = 0xFFFFFFFF;
+                    if (meta.op == OP_PREEMPT) {
+                        meta.add_mask = 0;
+                        meta.swap_mask = 0xFFFFFFFF;
+                        if (flush == 1) {
+                            meta.keep_mask = 0;
+                        }
+                    } else {
+                        if (stale == 1) {
+                            meta.add_mask = 0;
+                        }
+                        if (meta.complete == 1) {
+                            meta.keep_mask = 0;
+                        }
+                    }
+                    update_lanes();
+                    if (flush == 0) {
+                        job_aggregated.count((bit<32>)meta.mcast_grp);
+                    }
 
-                                    if (meta.op != OP_PREEMPT && meta.complete == 1) {
-                                        // Release; the packet carries the sum upstream.
-                                        agg_tag.write(meta.agg_index, 0);
-                                        agg_bitmap.write(meta.agg_index, 0);
-                                        agg_fill.write(meta.agg_index, 0);
-                                        agg_prio.write(meta.agg_index, 0);
-                                        agg_upstream.write(meta.agg_index, 0);
-                                        agg_group.write(meta.agg_index, 0);
-                                        hdr.ina.flags = hdr.ina.flags | FLAG_AGGREGATE;
-                                        hdr.ina.bitmap = new_bitmap;
-                                        hdr.ina.count = new_count;
-                                        hdr.ipv4.dst_addr = meta.upstream_addr;
-                                    } else {
-                                        agg_tag.write(meta.agg_index, my_tag);
-                                        agg_bitmap.write(meta.agg_index, new_bitmap);
-                                        agg_fill.write(meta.agg_index, new_count);
-                                        agg_prio.write(meta.agg_index, meta.priority);
-                                        agg_upstream.write(meta.agg_index, meta.upstream_addr);
-                                        agg_group.write(meta.agg_index, meta.mcast_grp);
-                                        if (meta.op == OP_PREEMPT) {
-                                            // ESA: the evicted partial sum leaves for its own PS.
-                                            hdr.ina.job_id = tag[63:32];
-                                            hdr.ina.chunk = tag[31:0];
-                                            hdr.ina.bitmap = bitmap;
-                                            hdr.ina.count = count;
-                                            hdr.ina.flags = hdr.ina.flags | FLAG_FALLBACK;
-                                            hdr.ipv4.dst_addr = upstream;
-                                            job_preempted.count((bit<32>)group);
-                                        } else {
-                                            // Absorbed into the aggregator.
-                                            mark_to_drop(standard_metadata);
-                                            meta.consumed = 1;
-                                        }
-                                    }
-                                }
-                            }
+                    if (flush == 1) {
+                        // The partial sum (this input's first copy among them) goes to the PS.
+                        release_aggregator();
+                        to_upstream(FLAG_FALLBACK, bitmap, count, meta.upstream_addr);
+                        job_fallback.count((bit<32>)meta.mcast_grp);
+                    } else if (meta.op != OP_PREEMPT && meta.complete == 1) {
+                        // Release; the packet carries the sum upstream.
+                        release_aggregator();
+                        to_upstream(FLAG_AGGREGATE, new_bitmap, new_count, meta.upstream_addr);
+                    } else {
+                        agg_tag.write(meta.agg_index, my_tag);
+                        agg_bitmap.write(meta.agg_index, new_bitmap);
+                        agg_fill.write(meta.agg_index, new_count);
+                        agg_prio.write(meta.agg_index, meta.priority);
+                        agg_upstream.write(meta.agg_index, meta.upstream_addr);
+                        agg_group.write(meta.agg_index, meta.mcast_grp);
+                        if (meta.op == OP_PREEMPT) {
+                            // ESA: the evicted partial sum leaves for its own PS, from this
+                            // switch (which aggregates the evicted tag too).
+                            hdr.ina.job_id = tag[63:32];
+                            hdr.ina.chunk = tag[31:0];
+                            to_upstream(FLAG_FALLBACK, bitmap, count, upstream);
+                            job_preempted.count((bit<32>)group);
+                        } else {
+                            // Absorbed into the aggregator.
+                            mark_to_drop(standard_metadata);
+                            meta.consumed = 1;
                         }
                     }
                 }
-                if (meta.consumed == 0) {
-                    if (!ina_route.apply().hit) {
-                        use_lpm = 1;
-                    }
-                }
-            } else {
-                use_lpm = 1;
-            }
-            if (use_lpm == 1) {
-                ipv4_forward.apply();
             }
         }
+        if (meta.consumed == 1) {
+            return;
+        }
+        meta.pkt_class = CLASS_RAW;
+        if ((hdr.ina.flags & FLAG_RESULT) != 0) {
+            meta.pkt_class = CLASS_RESULT;
+        } else if ((hdr.ina.flags & (FLAG_FALLBACK | FLAG_AGGREGATE)) != 0) {
+            meta.pkt_class = CLASS_UPSTREAM;
+        }
+        ina_route.apply();
     }
 }
 
 control EgressImpl(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
+    // The host behind a host-facing port: frames to it carry its MAC address (so its kernel
+    // accepts them), and a result replicated to it carries its IPv4 address (so an ordinary UDP
+    // socket receives it).
+    @id(0x01000009)
+    action to_host(bit<48> mac, bit<32> addr) {
+        hdr.ethernet.dst_addr = mac;
+        if (hdr.ina.isValid() && (hdr.ina.flags & FLAG_RESULT) != 0) {
+            hdr.ipv4.dst_addr = addr;
+        }
+    }
+
+    @id(0x02000005)
+    table ina_host {
+        key = {
+            standard_metadata.egress_port : exact;
+        }
+        actions = {
+            to_host;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = 1024;
+    }
+
     apply {
+        if (hdr.ipv4.isValid()) {
+            ina_host.apply();
+        }
         // The switch rewrites INA packets; UDP checksum 0 means "none" for IPv4.
         if (hdr.ina.isValid()) {
             hdr.udp.checksum = 0;

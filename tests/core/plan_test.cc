@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+
 namespace inac::core {
 namespace {
 
@@ -40,7 +43,7 @@ TEST(DeriveSwitchIntentsTest, AggregationInputsRoutesAndMulticast) {
   EXPECT_EQ(s1.switch_id, "s1");
   EXPECT_EQ(s1.version, 5);
   uint32_t tag = AggregationTag(2, 0);
-  EXPECT_EQ(tag, 16u);
+  EXPECT_EQ(tag, 128u);
   uint32_t ps = NodeAddress(t, "ps");
   ASSERT_EQ(s1.jobs.size(), 1u);
   EXPECT_EQ(s1.jobs[0].tag, tag);
@@ -49,6 +52,7 @@ TEST(DeriveSwitchIntentsTest, AggregationInputsRoutesAndMulticast) {
   EXPECT_EQ(s1.jobs[0].aggregator_count, 64u);
   EXPECT_EQ(s1.jobs[0].priority, 3);
   EXPECT_EQ(s1.jobs[0].upstream_address, ps);
+  EXPECT_EQ(s1.jobs[0].self_address, NodeAddress(t, "s1"));
   EXPECT_EQ(s1.jobs[0].multicast_group, 1 + tag);
   ASSERT_EQ(s1.inputs.size(), 2u);
   EXPECT_EQ(s1.inputs[0].source_address, NodeAddress(t, "w1"));
@@ -56,26 +60,29 @@ TEST(DeriveSwitchIntentsTest, AggregationInputsRoutesAndMulticast) {
   EXPECT_TRUE(s2.jobs.empty());  // s2 only forwards
 
   // The aggregate leaves s1 toward s2 (port 3 of s1) and s2 sends it to ps (port 3 of s2).
-  auto find_route = [](const SwitchIntent& s, uint32_t src, uint32_t dst) -> const RouteIntent* {
+  auto find_route = [](const SwitchIntent& s, RouteClass cls, uint32_t src,
+                       uint32_t dst) -> const RouteIntent* {
     for (const RouteIntent& r : s.routes) {
-      if (r.source_address == src && r.destination_address == dst) return &r;
+      if (r.packet_class == cls && r.source_address == src && r.destination_address == dst) {
+        return &r;
+      }
     }
     return nullptr;
   };
-  const RouteIntent* up = find_route(s1, NodeAddress(t, "s1"), ps);
+  const RouteIntent* up = find_route(s1, RouteClass::kUpstream, NodeAddress(t, "s1"), ps);
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(up->egress_port, 3u);
-  ASSERT_NE(find_route(s2, NodeAddress(t, "s1"), ps), nullptr);
-  EXPECT_EQ(find_route(s2, NodeAddress(t, "w3"), ps)->egress_port, 3u);
-  // Fallback route for w1's unaggregated packets continues past s1.
-  EXPECT_EQ(find_route(s1, NodeAddress(t, "w1"), ps)->egress_port, 3u);
-
+  ASSERT_NE(find_route(s2, RouteClass::kUpstream, NodeAddress(t, "s1"), ps), nullptr);
+  EXPECT_EQ(find_route(s2, RouteClass::kRaw, NodeAddress(t, "w3"), ps)->egress_port, 3u);
+  // w1's raw chunks end at s1: what leaves s1 for the PS (aggregate or fallback) is upstream.
+  EXPECT_EQ(find_route(s1, RouteClass::kRaw, NodeAddress(t, "w1"), ps), nullptr);
+  auto find = find_route;
   // Results: ps -> s2 replicates to s1 (port 1) and w3 (port 2); s1 to w1 and w2.
   ASSERT_EQ(s2.multicast_groups.size(), 1u);
   EXPECT_EQ(s2.multicast_groups[0].egress_ports, (std::vector<uint32_t>{1, 2}));
   ASSERT_EQ(s1.multicast_groups.size(), 1u);
   EXPECT_EQ(s1.multicast_groups[0].egress_ports, (std::vector<uint32_t>{1, 2}));
-  const RouteIntent* down = find_route(s2, ps, 0);
+  const RouteIntent* down = find(s2, RouteClass::kResult, ps, 0);
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->multicast_group, s2.multicast_groups[0].group_id);
 }
@@ -90,9 +97,9 @@ TEST(DeriveSwitchIntentsTest, DeterministicAndEmptyWithoutJobs) {
 TEST(DeriveSwitchIntentsTest, MulticastGroupsProbePastCollisions) {
   Topology t = Small();
   Plan plan = OneJob();
-  // Job 2 + 65535/8 ... choose a job whose tag is congruent to job 2's modulo 65535.
+  // A job whose tag is congruent to job 2's modulo 65535.
   JobPlan other = plan.jobs[0];
-  other.job_id = 2 + 65535;  // tag differs by 8*65535, same group candidate
+  other.job_id = 2 + 65535;  // tag differs by 64*65535, same group candidate
   plan.jobs.push_back(other);
   auto intents = DeriveSwitchIntents(t, plan);
   ASSERT_EQ(intents[0].jobs.size(), 2u);
@@ -117,6 +124,74 @@ TEST(DeriveSwitchIntentsTest, TwoShardsSplitTheJobsAggregators) {
   EXPECT_EQ(s1.jobs[1].tag, AggregationTag(2, 1));
   EXPECT_EQ(s1.jobs[0].aggregator_count + s1.jobs[1].aggregator_count, 65u);
   EXPECT_EQ(s1.jobs[1].upstream_address, NodeAddress(t, "w3"));
+}
+
+// The issue-12 finding: W1, W2 on S1; W3 and the PS on S2; all three aggregated at S1. W3's raw
+// chunks must travel S2 -> S1 while S1's aggregate travels S1 -> S2 -> PS: different keys.
+TEST(DeriveSwitchIntentsTest, RawAndUpstreamTrafficAreKeyedApartAndResultsDoNotLoop) {
+  Topology t = Small();
+  Plan plan = OneJob();
+  JobPlan& jp = plan.jobs[0];
+  jp.flows = {{"w1", "ps", "s1", {"w1", "s1"}},
+              {"w2", "ps", "s1", {"w2", "s1"}},
+              {"w3", "ps", "s1", {"w3", "s2", "s1"}}};
+  auto intents = DeriveSwitchIntents(t, plan);
+  const SwitchIntent& s1 = intents[0];
+  const SwitchIntent& s2 = intents[1];
+  const uint32_t ps = NodeAddress(t, "ps");
+  std::map<std::tuple<RouteClass, uint32_t>, uint32_t> s2_routes;
+  for (const RouteIntent& r : s2.routes) {
+    if (r.destination_address == ps) s2_routes[{r.packet_class, r.source_address}] = r.egress_port;
+  }
+  EXPECT_EQ((s2_routes[{RouteClass::kRaw, NodeAddress(t, "w3")}]), 1u);        // toward s1
+  EXPECT_EQ((s2_routes[{RouteClass::kUpstream, NodeAddress(t, "s1")}]), 3u);   // toward ps
+  ASSERT_EQ(s1.jobs.size(), 1u);
+  EXPECT_EQ(s1.jobs[0].fan_in, 3u);
+  // Results: s2 replicates to s1 and w3; s1 only to w1 and w2 (never back to s2).
+  ASSERT_EQ(s1.multicast_groups.size(), 1u);
+  EXPECT_EQ(s1.multicast_groups[0].egress_ports, (std::vector<uint32_t>{1, 2}));
+  ASSERT_EQ(s2.multicast_groups.size(), 1u);
+  EXPECT_EQ(s2.multicast_groups[0].egress_ports, (std::vector<uint32_t>{1, 2}));
+}
+
+TEST(DeriveSwitchIntentsTest, HostPortsCarryTheHostsMacAndAddress) {
+  Topology t = Small();
+  auto intents = DeriveSwitchIntents(t, OneJob());
+  ASSERT_EQ(intents[0].host_ports.size(), 2u);  // w1, w2 on s1
+  EXPECT_EQ(intents[0].host_ports[0].port, 1u);
+  EXPECT_EQ(intents[0].host_ports[0].address, NodeAddress(t, "w1"));
+  EXPECT_EQ(intents[0].host_ports[0].mac, (uint64_t{0x0200} << 32) | NodeAddress(t, "w1"));
+  ASSERT_EQ(intents[1].host_ports.size(), 2u);  // w3, ps on s2
+}
+
+TEST(DeriveSwitchIntentsTest, EsaSharesTheSwitchsPoolAndStaticPoolsDoNot) {
+  Topology t = Small();
+  Plan plan = OneJob();
+  JobPlan other = plan.jobs[0];
+  other.job_id = 3;
+  other.priority = 1;
+  other.aggregators = {{"s1", 100}};
+  plan.jobs.push_back(other);
+  auto static_s1 = DeriveSwitchIntents(t, plan)[0];
+  ASSERT_EQ(static_s1.jobs.size(), 2u);
+  EXPECT_EQ(static_s1.jobs[0].aggregator_base, 0u);
+  EXPECT_EQ(static_s1.jobs[0].aggregator_count, 64u);
+  EXPECT_EQ(static_s1.jobs[1].aggregator_base, 64u);
+  EXPECT_EQ(static_s1.jobs[1].aggregator_count, 100u);
+  EXPECT_EQ(static_s1.jobs[1].window, 100u);
+  plan.memory_policy = "esa";
+  auto esa_s1 = DeriveSwitchIntents(t, plan)[0];
+  for (const JobAggregationIntent& j : esa_s1.jobs) {
+    EXPECT_EQ(j.aggregator_base, 0u);
+    EXPECT_EQ(j.aggregator_count, 1000u);  // the switch's whole pool
+  }
+  EXPECT_EQ(esa_s1.jobs[1].slot_offset, 64u);
+  EXPECT_EQ(esa_s1.jobs[1].window, 100u);
+  EXPECT_EQ(esa_s1.jobs[1].priority, 1);
+  plan.memory_policy = "atp";
+  auto atp_s1 = DeriveSwitchIntents(t, plan)[0];
+  EXPECT_EQ(atp_s1.jobs[0].priority, 0);  // no preemption
+  EXPECT_EQ(atp_s1.jobs[1].priority, 0);
 }
 
 }  // namespace

@@ -1,0 +1,373 @@
+// The data-plane contract between core::DeriveSwitchIntents and api/p4/ina.p4, checked hop by hop
+// (issue 12, item 1): a small interpreter of what ina.p4 does with the entries of a SwitchIntent
+// (ina_job, ina_worker, ina_route keyed by (tag, class, source, destination), multicast groups,
+// ina_host on egress) walks every packet class through random fabrics and plans: raw chunks from
+// every worker, aggregates and fallbacks from aggregation switches, and the PS's results. It
+// proves, per aggregation tag, that every worker's contribution reaches the PS exactly once
+// (aggregated in the network, or all of it falling back), that no packet loops, is dropped for
+// want of a route or reaches the wrong host, and that every worker receives each result exactly
+// once, addressed to itself.
+//
+// The interpreter follows ina.p4's apply block: RESULT packets are looked up with destination 0
+// and replicated; a packet without FALLBACK whose tag hits ina_job and whose source hits
+// ina_worker is aggregated (or, in the fallback run, sent on unaggregated) and leaves as an
+// UPSTREAM packet from the switch's own address; everything else is routed by ina_route. The
+// aggregators themselves (slots, windows, preemption) are exercised by the data-plane tests
+// against BMv2; here every aggregation either completes or falls back entirely.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/generators.h"
+#include "core/plan.h"
+
+namespace inac::core {
+namespace {
+
+constexpr uint8_t kResult = 1, kFallback = 2, kAggregate = 4;
+
+struct Packet {
+  uint32_t tag = 0;
+  uint8_t flags = 0;
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  std::multiset<std::string> contents;  // the workers whose data the packet carries
+  int ttl = 64;
+};
+
+struct Arrival {
+  std::string host;
+  Packet packet;
+  uint64_t mac = 0;  // the frame's destination MAC (0: not rewritten)
+};
+
+class ContractInterpreter {
+ public:
+  ContractInterpreter(const Topology& topology, const std::vector<SwitchIntent>& intents,
+                      bool aggregate)
+      : topology_(topology), graph_(topology), aggregate_(aggregate) {
+    for (size_t i = 0; i < intents.size(); ++i) {
+      const int u = graph_.index(intents[i].switch_id);
+      State& s = state_[u];
+      for (const auto& j : intents[i].jobs) s.jobs[j.tag] = j;
+      for (const auto& in : intents[i].inputs) s.inputs[{in.tag, in.source_address}] = in.index;
+      for (const auto& r : intents[i].routes) {
+        s.routes[{r.tag, static_cast<uint8_t>(r.packet_class), r.source_address,
+                  r.destination_address}] = r;
+      }
+      for (const auto& g : intents[i].multicast_groups) s.groups[g.group_id] = g.egress_ports;
+      for (const auto& h : intents[i].host_ports) s.hosts[h.port] = h;
+    }
+    for (int l = 0; l < static_cast<int>(topology.links.size()); ++l) {
+      const Link& link = topology.links[l];
+      if (link.status != LinkStatus::kUp) continue;
+      const int a = graph_.index(link.a), b = graph_.index(link.b);
+      if (graph_.is_switch(a)) port_to_[{a, PortOf(topology, link.a, l)}] = b;
+      if (graph_.is_switch(b)) port_to_[{b, PortOf(topology, link.b, l)}] = a;
+    }
+  }
+
+  // Sends `packet` from host `from` (onto its first up link) and runs the fabric until no packet
+  // is in flight. Arrivals at hosts are appended to `arrivals`, problems to `errors`.
+  void Inject(const std::string& from, Packet packet) {
+    const int h = graph_.index(from);
+    if (graph_.out_arcs(h).empty()) {
+      errors.push_back(absl::StrCat(from, " has no link"));
+      return;
+    }
+    queue_.push_back({graph_.arc(graph_.out_arcs(h)[0]).to, std::move(packet), 0});
+    while (!queue_.empty()) {
+      auto [node, p, mac] = std::move(queue_.front());
+      queue_.pop_front();
+      if (graph_.is_host(node)) {
+        arrivals.push_back({graph_.name(node), std::move(p), mac});
+        continue;
+      }
+      Process(node, std::move(p));
+    }
+  }
+
+  std::vector<Arrival> arrivals;
+  std::vector<std::string> errors;
+
+ private:
+  struct State {
+    std::map<uint32_t, JobAggregationIntent> jobs;
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> inputs;
+    std::map<std::tuple<uint32_t, uint8_t, uint32_t, uint32_t>, RouteIntent> routes;
+    std::map<uint32_t, std::vector<uint32_t>> groups;
+    std::map<uint32_t, HostPortIntent> hosts;
+    // Aggregation in progress per tag: input bits seen and the data summed.
+    std::map<uint32_t, std::pair<uint64_t, std::multiset<std::string>>> partial;
+  };
+  struct InFlight {
+    int node;
+    Packet packet;
+    uint64_t mac;
+  };
+
+  void Emit(int u, uint32_t port, Packet p) {
+    auto it = port_to_.find({u, port});
+    if (it == port_to_.end()) {
+      errors.push_back(absl::StrCat(graph_.name(u), ": no link on port ", port));
+      return;
+    }
+    uint64_t mac = 0;
+    auto host = state_[u].hosts.find(port);
+    if (host != state_[u].hosts.end()) {
+      mac = host->second.mac;
+      if (p.flags & kResult) p.dst = host->second.address;
+    }
+    queue_.push_back({it->second, std::move(p), mac});
+  }
+
+  void Process(int u, Packet p) {
+    State& s = state_[u];
+    if (--p.ttl <= 0) {
+      errors.push_back(absl::StrCat("tag ", p.tag, ": loop through ", graph_.name(u)));
+      return;
+    }
+    if (p.flags & kResult) {
+      p.dst = 0;
+    } else if (!(p.flags & kFallback) && s.jobs.count(p.tag) &&
+               s.inputs.count({p.tag, p.src})) {
+      const JobAggregationIntent& job = s.jobs[p.tag];
+      const uint64_t bit = uint64_t{1} << s.inputs[{p.tag, p.src}];
+      p.src = job.self_address;
+      p.dst = job.upstream_address;
+      if (!aggregate_) {
+        p.flags |= kFallback;
+      } else {
+        auto& [bits, data] = s.partial[p.tag];
+        if (bits & bit) {
+          errors.push_back(absl::StrCat(graph_.name(u), ": input bit twice for tag ", p.tag));
+          return;
+        }
+        bits |= bit;
+        data.insert(p.contents.begin(), p.contents.end());
+        if (bits != job.input_bitmap) return;  // absorbed
+        p.contents = std::move(data);
+        s.partial.erase(p.tag);
+        p.flags |= kAggregate;
+      }
+    }
+    const uint8_t cls = (p.flags & kResult) ? 2 : (p.flags & (kFallback | kAggregate)) ? 1 : 0;
+    auto r = s.routes.find({p.tag, cls, p.src, p.dst});
+    if (r == s.routes.end()) {
+      errors.push_back(absl::StrCat(graph_.name(u), ": no route for tag ", p.tag, " class ",
+                                    int{cls}, " ", FormatIpv4(p.src), " -> ",
+                                    FormatIpv4(p.dst)));
+      return;
+    }
+    if (r->second.multicast_group != 0) {
+      for (uint32_t port : s.groups[r->second.multicast_group]) Emit(u, port, p);
+    } else if (r->second.egress_port != 0) {
+      Emit(u, r->second.egress_port, std::move(p));
+    } else {
+      errors.push_back(absl::StrCat(graph_.name(u), ": route drops tag ", p.tag));
+    }
+  }
+
+  const Topology& topology_;
+  Graph graph_;
+  bool aggregate_;
+  std::map<int, State> state_;
+  std::map<std::pair<int, uint32_t>, int> port_to_;
+  std::deque<InFlight> queue_;
+};
+
+// A shortest path over up links, ties broken at random; hosts do not forward.
+std::vector<std::string> RandomShortestPath(const Graph& g, int from, int to, std::mt19937& rng) {
+  std::vector<int> dist(g.num_nodes(), -1);
+  std::deque<int> q = {from};
+  dist[from] = 0;
+  while (!q.empty()) {
+    int u = q.front();
+    q.pop_front();
+    if (u != from && !g.is_switch(u)) continue;
+    for (int a : g.out_arcs(u)) {
+      int v = g.arc(a).to;
+      if (dist[v] < 0) {
+        dist[v] = dist[u] + 1;
+        q.push_back(v);
+      }
+    }
+  }
+  std::vector<std::string> path = {g.name(to)};
+  for (int v = to; v != from;) {
+    std::vector<int> prev;
+    for (int a : g.out_arcs(v)) {
+      int u = g.arc(a).to;
+      if (dist[u] == dist[v] - 1 && (u == from || g.is_switch(u))) prev.push_back(u);
+    }
+    v = prev[rng() % prev.size()];
+    path.push_back(g.name(v));
+  }
+  return {path.rbegin(), path.rend()};
+}
+
+// A random plan: jobs of 2-6 workers and 1-2 PSs on distinct hosts; each worker's flow toward a
+// PS is aggregated at a random INA switch of a random shortest path (or at the PS), and some
+// shards are split into two aligned chunk ranges aggregated at different nodes.
+Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
+  Graph g(t);
+  std::vector<std::string> hosts;
+  for (const Host& h : t.hosts) hosts.push_back(h.id);
+  Plan plan;
+  plan.version = 1;
+  for (int j = 0; j < jobs; ++j) {
+    std::shuffle(hosts.begin(), hosts.end(), rng);
+    const int workers = 2 + rng() % 5, pss = 1 + rng() % 2;
+    JobPlan jp;
+    jp.job_id = 1 + j;
+    jp.priority = rng() % 3;
+    for (int p = 0; p < pss; ++p) jp.ps_shares[hosts[workers + p]] = 1.0 / pss;
+    for (const auto& [ps, share] : jp.ps_shares) {
+      const bool split = rng() % 3 == 0;
+      for (int w = 0; w < workers; ++w) {
+        const std::string& worker = hosts[w];
+        std::vector<std::string> path =
+            RandomShortestPath(g, g.index(worker), g.index(ps), rng);
+        auto choose = [&]() -> size_t {  // index of the aggregation node on `path`
+          std::vector<size_t> ina;
+          for (size_t i = 1; i + 1 < path.size(); ++i) {
+            if (g.ina_capable(g.index(path[i]))) ina.push_back(i);
+          }
+          if (ina.empty() || rng() % 4 == 0) return path.size() - 1;
+          return ina[rng() % ina.size()];
+        };
+        const int parts = split && rng() % 2 ? 2 : 1;
+        for (int part = 0; part < parts; ++part) {
+          const size_t at = choose();
+          FlowPlan f;
+          f.worker = worker;
+          f.ps = ps;
+          f.aggregation_node = path[at];
+          f.path.assign(path.begin(), path.begin() + at + 1);
+          f.fraction = parts == 1 ? 1.0 : 0.5;
+          if (at + 1 < path.size() && rng() % 2) {
+            bool have = false;
+            for (const auto& ap : jp.aggregator_paths) have |= ap.switch_id == path[at] && ap.ps == ps;
+            if (!have) {
+              jp.aggregator_paths.push_back(
+                  {path[at], ps, std::vector<std::string>(path.begin() + at, path.end())});
+            }
+          }
+          if (at + 1 < path.size()) jp.aggregators[path[at]] = 1 + rng() % 64;
+          jp.flows.push_back(std::move(f));
+        }
+      }
+    }
+    plan.jobs.push_back(std::move(jp));
+  }
+  return plan;
+}
+
+// The workers of each tag, computed independently of DeriveSwitchIntents: the ranges of a
+// (job, PS) are cut where any worker's flows are cut (here only at 0.5).
+std::map<uint32_t, std::set<std::string>> WorkersByTag(const Plan& plan) {
+  std::map<uint32_t, std::set<std::string>> out;
+  for (const JobPlan& jp : plan.jobs) {
+    int ps_index = 0;
+    for (const auto& [ps, share] : jp.ps_shares) {
+      bool split = false;
+      std::set<std::string> workers;
+      for (const FlowPlan& f : jp.flows) {
+        if (f.ps != ps) continue;
+        split |= f.fraction < 1;
+        workers.insert(f.worker);
+      }
+      for (int r = 0; r < (split ? 2 : 1); ++r) out[AggregationTag(jp.job_id, ps_index, r)] = workers;
+      ++ps_index;
+    }
+  }
+  return out;
+}
+
+std::string PsOfTag(const Plan& plan, uint32_t tag) {
+  for (const JobPlan& jp : plan.jobs) {
+    int ps_index = 0;
+    for (const auto& [ps, share] : jp.ps_shares) {
+      for (int r = 0; r < kMaxRangesPerShard; ++r) {
+        if (AggregationTag(jp.job_id, ps_index, r) == tag) return ps;
+      }
+      ++ps_index;
+    }
+  }
+  return "";
+}
+
+void CheckPlan(const Topology& t, const Plan& plan, const std::string& name) {
+  const auto intents = DeriveSwitchIntents(t, plan);
+  for (const auto& [tag, workers] : WorkersByTag(plan)) {
+    const std::string ps = PsOfTag(plan, tag);
+    for (bool aggregate : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(name, " tag ", tag, aggregate ? " aggregated" : " fallback"));
+      ContractInterpreter fabric(t, intents, aggregate);
+      // One chunk from every worker of the tag.
+      for (const std::string& w : workers) {
+        Packet p;
+        p.tag = tag;
+        p.src = NodeAddress(t, w);
+        p.dst = NodeAddress(t, ps);
+        p.contents = {w};
+        fabric.Inject(w, p);
+      }
+      EXPECT_TRUE(fabric.errors.empty()) << absl::StrJoin(fabric.errors, "\n");
+      std::multiset<std::string> at_ps;
+      for (const Arrival& a : fabric.arrivals) {
+        EXPECT_EQ(a.host, ps) << "delivered to the wrong host";
+        EXPECT_EQ(a.packet.dst, NodeAddress(t, ps));
+        EXPECT_EQ(a.mac, NodeMac(t, ps));
+        at_ps.insert(a.packet.contents.begin(), a.packet.contents.end());
+      }
+      EXPECT_EQ(at_ps, std::multiset<std::string>(workers.begin(), workers.end()))
+          << "each worker's chunk must reach the PS exactly once";
+    }
+    // The result, multicast back.
+    SCOPED_TRACE(absl::StrCat(name, " tag ", tag, " result"));
+    ContractInterpreter fabric(t, intents, true);
+    Packet result;
+    result.tag = tag;
+    result.flags = kResult;
+    result.src = NodeAddress(t, ps);
+    result.dst = NodeAddress(t, ps);
+    fabric.Inject(ps, result);
+    EXPECT_TRUE(fabric.errors.empty()) << absl::StrJoin(fabric.errors, "\n");
+    std::map<std::string, int> copies;
+    for (const Arrival& a : fabric.arrivals) {
+      ++copies[a.host];
+      EXPECT_EQ(a.packet.dst, NodeAddress(t, a.host)) << "result not addressed to " << a.host;
+      EXPECT_EQ(a.mac, NodeMac(t, a.host));
+    }
+    std::map<std::string, int> want;
+    for (const std::string& w : workers) want[w] = 1;
+    EXPECT_EQ(copies, want) << "every worker gets each result exactly once, nobody else";
+  }
+}
+
+TEST(DataplaneContractTest, RandomPlansOnRandomFabrics) {
+  std::mt19937 rng(20261124);
+  for (int round = 0; round < 40; ++round) {
+    GeneratorOptions o;
+    o.ina = *ParseInaPlacement(round % 3 == 0 ? "all" : round % 3 == 1 ? "tor" : "random:0.5");
+    o.seed = round;
+    Topology t = round % 2 == 0 ? *GenerateLeafSpine(3 + round % 3, 2 + round % 2, 4, o)
+                                : *GenerateFatTree(4, o);
+    Plan plan = RandomPlan(t, rng, 1 + round % 4);
+    plan.memory_policy = round % 2 ? "esa" : "switchml";
+    CheckPlan(t, plan, absl::StrCat("round ", round));
+    if (HasFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace inac::core
