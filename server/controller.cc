@@ -312,6 +312,8 @@ absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topolog
     if (evaluation.ok()) scheduler::ApplyEvaluation(*evaluation, &plan);
   }
   plan.algorithm = options_.algorithm;
+  // The memory layout of the data plane follows the policy (shared pools for esa/atp).
+  plan.memory_policy = options_.memory_policy;
   // Ring all-reduce jobs: ring in worker order, no switch state (Rina is a later issue).
   for (const core::Job* job : rings) {
     core::JobPlan jp;
@@ -1012,7 +1014,8 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
   for (const auto& intent : *intents) {
     for (const auto& g : intent.jobs) {
       if (g.job_id == id) {
-        config.regions.push_back({intent.switch_id, g.tag, g.aggregator_base, g.aggregator_count});
+        config.regions.push_back({intent.switch_id, g.tag, g.aggregator_base, g.aggregator_count,
+                                  g.slot_offset, g.window});
       }
     }
   }

@@ -116,6 +116,9 @@ struct JobConfig {
     uint32_t tag = 0;
     uint32_t aggregator_base = 0;
     uint32_t aggregator_count = 0;
+    // The slots the workers use: slot = (slot_offset + chunk mod window) mod aggregator_count.
+    uint32_t slot_offset = 0;
+    uint32_t window = 0;
   };
   std::vector<Region> regions;
   std::vector<std::string> ring;  // ring all-reduce order

@@ -250,7 +250,9 @@ Json ConfigJson(const JobConfig& c) {
     regions.push_back({{"switch", r.switch_id},
                        {"tag", r.tag},
                        {"aggregator_base", r.aggregator_base},
-                       {"aggregator_count", r.aggregator_count}});
+                       {"aggregator_count", r.aggregator_count},
+                       {"slot_offset", r.slot_offset},
+                       {"window", r.window}});
   }
   j["aggregator_regions"] = regions;
   if (!c.ring.empty()) j["ring"] = c.ring;

@@ -70,6 +70,7 @@ absl::StatusOr<IntentTranslator> IntentTranslator::Create(P4InfoIndex p4info) {
   INAC_ASSIGN_OR_RETURN(j.agg_count, p.ActionParam(j.action_id, "agg_count"));
   INAC_ASSIGN_OR_RETURN(j.priority, p.ActionParam(j.action_id, "priority"));
   INAC_ASSIGN_OR_RETURN(j.upstream, p.ActionParam(j.action_id, "upstream_addr"));
+  INAC_ASSIGN_OR_RETURN(j.self, p.ActionParam(j.action_id, "self_addr"));
 
   WorkerIds& w = t.worker_;
   INAC_ASSIGN_OR_RETURN(w.table_id, Table(p, kInaWorkerTable));
@@ -84,10 +85,18 @@ absl::StatusOr<IntentTranslator> IntentTranslator::Create(P4InfoIndex p4info) {
   INAC_ASSIGN_OR_RETURN(r.multicast_id, p.ActionId("IngressImpl.multicast"));
   INAC_ASSIGN_OR_RETURN(r.drop_id, p.ActionId("IngressImpl.drop"));
   INAC_ASSIGN_OR_RETURN(r.job_id, p.MatchField(r.table_id, "hdr.ina.job_id"));
+  INAC_ASSIGN_OR_RETURN(r.cls, p.MatchField(r.table_id, "meta.pkt_class"));
   INAC_ASSIGN_OR_RETURN(r.src_addr, p.MatchField(r.table_id, "hdr.ipv4.src_addr"));
   INAC_ASSIGN_OR_RETURN(r.dst_addr, p.MatchField(r.table_id, "hdr.ipv4.dst_addr"));
   INAC_ASSIGN_OR_RETURN(r.port, p.ActionParam(r.forward_id, "port"));
   INAC_ASSIGN_OR_RETURN(r.grp, p.ActionParam(r.multicast_id, "grp"));
+
+  HostIds& h = t.host_;
+  INAC_ASSIGN_OR_RETURN(h.table_id, Table(p, kInaHostTable));
+  INAC_ASSIGN_OR_RETURN(h.action_id, p.ActionId("EgressImpl.to_host"));
+  INAC_ASSIGN_OR_RETURN(h.port, p.MatchField(h.table_id, "standard_metadata.egress_port"));
+  INAC_ASSIGN_OR_RETURN(h.mac, p.ActionParam(h.action_id, "mac"));
+  INAC_ASSIGN_OR_RETURN(h.addr, p.ActionParam(h.action_id, "addr"));
 
   INAC_ASSIGN_OR_RETURN(t.counters_.aggregated, p.CounterId(kJobAggregatedCounter));
   INAC_ASSIGN_OR_RETURN(t.counters_.preempted, p.CounterId(kJobPreemptedCounter));
@@ -120,6 +129,7 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::JobEntry(
       AddParam(action, job_.priority, static_cast<uint32_t>(job.priority), where, "priority"));
   INAC_RETURN_IF_ERROR(
       AddParam(action, job_.upstream, job.upstream_address, where, "upstream_addr"));
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.self, job.self_address, where, "self_addr"));
   entry.set_metadata(absl::StrCat(job.job_id));
   return entity;
 }
@@ -151,6 +161,8 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::RouteEntry(const core::RouteInt
   auto& entry = *entity.mutable_table_entry();
   entry.set_table_id(route_.table_id);
   INAC_RETURN_IF_ERROR(AddExact(entry, route_.job_id, route.tag, where, "aggregation tag"));
+  INAC_RETURN_IF_ERROR(AddExact(entry, route_.cls, static_cast<int64_t>(route.packet_class), where,
+                                "packet class"));
   INAC_RETURN_IF_ERROR(
       AddExact(entry, route_.src_addr, route.source_address, where, "source address"));
   INAC_RETURN_IF_ERROR(
@@ -190,11 +202,29 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::MulticastGroup(
   return entity;
 }
 
+absl::StatusOr<p4::v1::Entity> IntentTranslator::HostEntry(const core::HostPortIntent& host) const {
+  p4::v1::Entity entity;
+  auto& entry = *entity.mutable_table_entry();
+  entry.set_table_id(host_.table_id);
+  const Where where{0, 0};
+  INAC_RETURN_IF_ERROR(AddExact(entry, host_.port, host.port, where, "host port"));
+  auto& action = *entry.mutable_action()->mutable_action();
+  action.set_action_id(host_.action_id);
+  {
+    auto* param = action.add_params();
+    param->set_param_id(host_.mac.id);
+    INAC_ASSIGN_OR_RETURN(*param->mutable_value(), EncodeField(host.mac, host_.mac.bitwidth));
+  }
+  INAC_RETURN_IF_ERROR(AddParam(action, host_.addr, host.address, where, "host address"));
+  entry.set_metadata("0");
+  return entity;
+}
+
 absl::StatusOr<std::vector<p4::v1::Entity>> IntentTranslator::Translate(
     const core::SwitchIntent& intent) const {
   std::vector<p4::v1::Entity> out;
   out.reserve(intent.multicast_groups.size() + intent.jobs.size() + intent.inputs.size() +
-              intent.routes.size());
+              intent.routes.size() + intent.host_ports.size());
   for (const auto& group : intent.multicast_groups) {
     INAC_ASSIGN_OR_RETURN(out.emplace_back(), MulticastGroup(group));
   }
@@ -207,12 +237,15 @@ absl::StatusOr<std::vector<p4::v1::Entity>> IntentTranslator::Translate(
   for (const auto& route : intent.routes) {
     INAC_ASSIGN_OR_RETURN(out.emplace_back(), RouteEntry(route));
   }
+  for (const auto& host : intent.host_ports) {
+    INAC_ASSIGN_OR_RETURN(out.emplace_back(), HostEntry(host));
+  }
   return out;
 }
 
 std::vector<p4::v1::Entity> IntentTranslator::OwnedStateFilters() const {
   std::vector<p4::v1::Entity> filters;
-  for (uint32_t table : {job_.table_id, worker_.table_id, route_.table_id}) {
+  for (uint32_t table : {job_.table_id, worker_.table_id, route_.table_id, host_.table_id}) {
     filters.emplace_back().mutable_table_entry()->set_table_id(table);
   }
   filters.emplace_back()
@@ -228,14 +261,15 @@ bool IntentTranslator::IsOwned(const p4::v1::Entity& entity) const {
   }
   if (!entity.has_table_entry()) return false;
   const uint32_t table = entity.table_entry().table_id();
-  return table == job_.table_id || table == worker_.table_id || table == route_.table_id;
+  return table == job_.table_id || table == worker_.table_id || table == route_.table_id ||
+         table == host_.table_id;
 }
 
 int IntentTranslator::DependencyRank(const p4::v1::Entity& entity) const {
   if (entity.has_packet_replication_engine_entry()) return 0;
   if (entity.has_table_entry()) {
     const uint32_t table = entity.table_entry().table_id();
-    if (table == job_.table_id) return 1;
+    if (table == job_.table_id || table == host_.table_id) return 1;
     if (table == worker_.table_id) return 2;
     if (table == route_.table_id) return 3;
   }

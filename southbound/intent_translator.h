@@ -4,10 +4,12 @@
 // The key field hdr.ina.job_id carries the aggregation tag (core/plan.h, AggregationTag).
 //   JobAggregationIntent   -> IngressImpl.ina_job    [tag] -> set_job(fan_in, input_bitmap,
 //                             mcast_grp, agg_base, agg_count, priority (int32 two's complement),
-//                             upstream_addr)
+//                             upstream_addr, self_addr)
 //   AggregationInputIntent -> IngressImpl.ina_worker [tag, src_addr] -> set_input(index)
-//   RouteIntent            -> IngressImpl.ina_route  [tag, src_addr, dst_addr] ->
+//   RouteIntent            -> IngressImpl.ina_route  [tag, pkt_class, src_addr, dst_addr] ->
 //                             forward(port) | multicast(grp) | drop() (port and group both 0)
+//   HostPortIntent         -> EgressImpl.ina_host    [egress_port] -> to_host(mac, addr)
+//                             (metadata "0": fabric state)
 //   MulticastGroupIntent   -> MulticastGroupEntry{group_id, one replica per egress port,
 //                             instance 0}
 // Every table entry carries TableEntry.metadata = the owning job id in decimal text. Counters
@@ -31,6 +33,7 @@ namespace inac::southbound {
 inline constexpr char kInaJobTable[] = "IngressImpl.ina_job";
 inline constexpr char kInaWorkerTable[] = "IngressImpl.ina_worker";
 inline constexpr char kInaRouteTable[] = "IngressImpl.ina_route";
+inline constexpr char kInaHostTable[] = "EgressImpl.ina_host";
 inline constexpr char kJobAggregatedCounter[] = "IngressImpl.job_aggregated";
 inline constexpr char kJobPreemptedCounter[] = "IngressImpl.job_preempted";
 inline constexpr char kJobFallbackCounter[] = "IngressImpl.job_fallback";
@@ -53,13 +56,15 @@ class IntentTranslator {
   absl::StatusOr<p4::v1::Entity> InputEntry(const core::AggregationInputIntent& input) const;
   absl::StatusOr<p4::v1::Entity> RouteEntry(const core::RouteIntent& route) const;
   absl::StatusOr<p4::v1::Entity> MulticastGroup(const core::MulticastGroupIntent& group) const;
+  absl::StatusOr<p4::v1::Entity> HostEntry(const core::HostPortIntent& host) const;
 
   // Wildcard read filters for everything INAC owns on a switch: each INA table (whole table)
   // and all multicast groups (group id 0).
   std::vector<p4::v1::Entity> OwnedStateFilters() const;
   // True for a table entry of an INA table or a multicast group entry.
   bool IsOwned(const p4::v1::Entity& entity) const;
-  // Write-order rank: 0 multicast groups, 1 ina_job, 2 ina_worker, 3 ina_route, 4 other.
+  // Write-order rank: 0 multicast groups, 1 ina_job and ina_host, 2 ina_worker, 3 ina_route,
+  // 4 other.
   // Inserts go in increasing rank, deletes in decreasing rank.
   int DependencyRank(const p4::v1::Entity& entity) const;
 
@@ -77,11 +82,13 @@ class IntentTranslator {
   uint32_t job_table_id() const { return job_.table_id; }
   uint32_t worker_table_id() const { return worker_.table_id; }
   uint32_t route_table_id() const { return route_.table_id; }
+  uint32_t host_table_id() const { return host_.table_id; }
 
  private:
   struct JobIds {
     uint32_t table_id = 0, action_id = 0;
-    FieldInfo job_id, fan_in, input_bitmap, mcast_grp, agg_base, agg_count, priority, upstream;
+    FieldInfo job_id, fan_in, input_bitmap, mcast_grp, agg_base, agg_count, priority, upstream,
+        self;
   };
   struct WorkerIds {
     uint32_t table_id = 0, action_id = 0;
@@ -89,7 +96,11 @@ class IntentTranslator {
   };
   struct RouteIds {
     uint32_t table_id = 0, forward_id = 0, multicast_id = 0, drop_id = 0;
-    FieldInfo job_id, src_addr, dst_addr, port, grp;
+    FieldInfo job_id, cls, src_addr, dst_addr, port, grp;
+  };
+  struct HostIds {
+    uint32_t table_id = 0, action_id = 0;
+    FieldInfo port, mac, addr;
   };
   struct CounterIds {
     uint32_t aggregated = 0, preempted = 0, fallback = 0;
@@ -101,6 +112,7 @@ class IntentTranslator {
   JobIds job_;
   WorkerIds worker_;
   RouteIds route_;
+  HostIds host_;
   CounterIds counters_;
 };
 

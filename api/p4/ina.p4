@@ -1,38 +1,24 @@
 /*
  * ina.p4 -- the INA (in-network aggregation) pipeline that INAC programs over P4Runtime.
- * P4_16, v1model (BMv2 simple_switch_grpc). Compile:
- *   p4c --target bmv2 --arch v1model --p4runtime-files ina.p4info.txtpb ina.p4
- * Every table, action, counter and register id is pinned with @id, so the hand-maintained
- * api/p4/ina.p4info.txtpb is what p4c emits (see docs/southbound.md).
+ * P4_16, v1model (BMv2 simple_switch_grpc). Compiled by scripts/compile-p4.sh (p4c, BMv2 back
+ * end), which writes api/p4/ina.json (the BMv2 device config) and api/p4/ina.p4info.txtpb. Every
+ * table, action, counter and register id is pinned with @id.
  *
  * Data plane, after SwitchML (Sapio et al., NSDI'21), ATP (Lao et al., NSDI'21) and ESA (Wang et
- * al., "Efficient Data-Plane Memory Scheduling for In-Network Aggregation", 2022):
- *  - Workers send gradient chunks as UDP (dst port INA_UDP_PORT) to their parameter server (PS);
- *    the INA header carries the aggregation tag (`job_id`), the chunk number, the aggregator slot
- *    (0 <= slot < the job's agg_count, chosen by the worker) and 62 int32 lanes.
- *  - `ina_job` (key: tag) says this switch aggregates the tag: fan-in, full input bitmap, result
- *    multicast group (also the index of the per-job counters), the aggregator region
- *    [agg_base, agg_base + agg_count), the priority (int32 as two's complement) and the upstream
- *    address (the PS) the aggregate is sent to.
- *  - `ina_worker` (key: tag, IPv4 source) gives the input's bit in the bitmap.
- *  - Aggregators (registers indexed by agg_base + slot) hold a tag (tag ++ chunk), the bitmap and
- *    count of inputs summed so far, the occupant's priority, upstream address and group, and the
- *    lanes. A packet on a free aggregator occupies it; on one holding its own tag+chunk it adds
- *    its lanes; when the bitmap is full the aggregate (flag AGGREGATE) goes to the upstream
- *    address and the aggregator is released. ESA preemption: on an aggregator occupied by another
- *    tag with strictly lower priority, the packet takes the aggregator and leaves carrying the old
- *    partial sum (flag FALLBACK, the old tag, chunk, bitmap and count) toward the old occupant's
- *    upstream address, so that PS completes that chunk; with equal or higher occupant priority the
- *    packet itself goes on unaggregated to its PS (flag FALLBACK). A duplicate input (its bit
- *    already set) is dropped.
- *  - The aggregate keeps the IPv4 source of the input that completed it; it is routed by
- *    `ina_route` on (tag, source, destination), where the workers' routes to the PS apply.
- *  - Results: the PS multicasts the aggregated chunk back with flag RESULT; such packets are
- *    looked up in `ina_route` with destination 0 (the program clears ipv4.dst_addr) and replicated
- *    to the tag's multicast group.
- *  - Everything else (and INA packets that `ina_route` misses) uses `ipv4_forward` (LPM).
- *  Control-plane state is table entries, multicast groups and counters only; the registers are
- *  data-plane state (BMv2's P4Runtime server cannot write them).
+ * al., "Efficient Data-Plane Memory Scheduling for In-Network Aggregation", 2022); the contract
+ * with core::DeriveSwitchIntents is docs/ina-pipeline.md, "Data plane (contract v2)":
+ *  - Workers send gradient chunks as UDP (dst port INA_UDP_PORT) to their parameter server (PS):
+ *    aggregation tag (`job_id`), chunk, aggregator slot, flags, count, bitmap, 62 int32 lanes.
+ *  - `ina_job` (tag): this switch aggregates the tag (fan-in, input bitmap, result group = counter
+ *    index, aggregator region, priority, the PS's address, this switch's address); `ina_worker`
+ *    (tag, source): the input's bit. Aggregators live in registers (data-plane state only).
+ *  - Raw chunks are summed; the aggregate, fallbacks and evicted partial sums leave for the PS
+ *    from this switch's address (class UPSTREAM); retransmissions never aggregate and flush the
+ *    partial sum holding their first copy; ESA preemption by strictly higher priority.
+ *  - `ina_route` (tag, class, source, destination) routes raw, upstream and result packets apart;
+ *    results are replicated down a loop-free tree (destination 0 in the lookup) and `ina_host`
+ *    (egress port) addresses each copy to its host (MAC and IPv4), so a UDP socket receives it.
+ *  - Everything else that is IPv4 uses `ipv4_forward` (LPM); non-IPv4 is dropped.
  */
 #include <core.p4>
 #include <v1model.p4>

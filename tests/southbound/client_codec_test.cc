@@ -183,7 +183,7 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   EXPECT_EQ(job.metadata(), "7");
   const auto& set_job = job.action().action();
   EXPECT_EQ(set_job.action_id(), 0x01000001u);
-  ASSERT_EQ(set_job.params_size(), 7);
+  ASSERT_EQ(set_job.params_size(), 8);
   EXPECT_EQ(set_job.params(0).value(), B({2}));                       // fan_in
   EXPECT_EQ(set_job.params(1).value(), B({3}));                       // input_bitmap
   EXPECT_EQ(set_job.params(2).value(), B({58}));                      // mcast_grp
@@ -191,6 +191,7 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   EXPECT_EQ(set_job.params(4).value(), B({1, 0}));                    // agg_count
   EXPECT_EQ(set_job.params(5).value(), B({0xff, 0xff, 0xff, 0xfe}));  // priority -2
   EXPECT_EQ(set_job.params(6).value(), B({0x0a, 0, 0, 0x64}));        // upstream_addr
+  EXPECT_EQ(set_job.params(7).param_id(), 8u);                        // self_addr
 
   // ina_worker entries.
   const auto& input = (*entities)[3].table_entry();
@@ -204,8 +205,10 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   EXPECT_EQ(forward.table_id(), 0x02000003u);
   EXPECT_EQ(forward.action().action().action_id(), 0x01000003u);
   EXPECT_EQ(forward.action().action().params(0).value(), B({3}));
+  EXPECT_EQ(forward.match_size(), 4);                    // tag, class, source, destination
+  EXPECT_EQ(forward.match(1).exact().value(), B({0}));  // class raw
   const auto& multicast = (*entities)[5].table_entry();
-  EXPECT_EQ(multicast.match(2).exact().value(), B({0}));
+  EXPECT_EQ(multicast.match(3).exact().value(), B({0}));  // destination 0
   EXPECT_EQ(multicast.action().action().action_id(), 0x01000004u);
   EXPECT_EQ(multicast.action().action().params(0).value(), B({58}));
   const auto& drop = (*entities)[6].table_entry();

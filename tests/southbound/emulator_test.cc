@@ -564,7 +564,7 @@ TEST_F(EmulatorTest, WildcardReads) {
   a->set_action_id(kSetJob);
   std::vector<std::string> values = {Bytes({2}),      Bytes({3}),  Bytes({0, 9}),
                                      Bytes({0}),      Bytes({16}), Bytes({0xFF, 0xFF, 0xFF, 0xFF}),
-                                     Be32(0x0A000001)};
+                                     Be32(0x0A000001), Be32(0x0AFF0001)};
   for (size_t i = 0; i < values.size(); ++i) {
     auto* p = a->add_params();
     p->set_param_id(static_cast<uint32_t>(i + 1));
@@ -707,7 +707,7 @@ TEST_F(EmulatorTest, PipelineCookieSemantics) {
   EXPECT_FALSE(config.has_p4info());
   EXPECT_TRUE(config.p4_device_config().empty());
   ASSERT_TRUE(GetPipeline(Get::P4INFO_AND_COOKIE, &config).ok());
-  EXPECT_EQ(config.p4info().tables_size(), 4);
+  EXPECT_EQ(config.p4info().tables_size(), 5);
   EXPECT_TRUE(config.p4_device_config().empty());
   ASSERT_TRUE(GetPipeline(Get::DEVICE_CONFIG_AND_COOKIE, &config).ok());
   EXPECT_FALSE(config.has_p4info());
