@@ -49,6 +49,8 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       integer(v, k, 1, 64, &config.controller.paths);
     } else if (k == "timer_ms") {
       integer(v, k, 100, 3600000, &config.controller.timer_ms);
+    } else if (k == "counters_period_ms") {
+      integer(v, k, 0, 3600000, &config.controller.counters_period_ms);
     } else if (k == "debounce_ms") {
       integer(v, k, 0, 60000, &config.controller.debounce_ms);
     } else if (k == "election_id") {

@@ -8,6 +8,7 @@
 //   "memory_policy": "esa",              // esa|atp|switchml|no_ina
 //   "seed": 1, "rounds": 8, "paths": 4,
 //   "timer_ms": 2000, "debounce_ms": 50,
+//   "counters_period_ms": 2000,          // INA counter reads per switch at most this often
 //   "election_id": 0,                    // 0: one above the highest stored (restart wins)
 //   "tokens": [{"name": "ops", "token": "<at least 16 chars>", "role": "admin"},
 //              {"name": "w", "token": "...", "role": "worker", "tenant": "vision"}]

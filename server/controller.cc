@@ -48,6 +48,8 @@ struct Controller::SwitchSlot {
   std::string last_error;
   int64_t last_contact_ms = 0;
   int64_t pipeline_pushes = 0;
+  // Clock time of the last ReadCounters attempt (none yet: read at the next chance).
+  std::optional<int64_t> counters_read_ms;
 
   // What status readers see: a copy published by the loop after each visit (readers never wait
   // for a reconciliation in progress).
@@ -496,6 +498,7 @@ void Controller::SyncSwitchSlots(const core::Topology& topology) {
   for (auto& slot : removed) {
     std::lock_guard<std::mutex> lock(slot->mu);
     if (slot->client) slot->client->Disconnect();
+    PruneCounters(slot->sw.id, nullptr);
   }
   for (const auto& [id, sw] : wanted) {
     {
@@ -557,6 +560,7 @@ std::vector<Controller::SwitchStateWrite> Controller::ReconcileAll(
       int64_t used = 0;
       for (const auto& j : intent.jobs) used += j.aggregator_count;
       slot.aggregators_used = used;
+      PruneCounters(slot.sw.id, &intent);
       if (!slot.client) {
         slot.Publish();
         continue;
@@ -620,6 +624,8 @@ std::vector<Controller::SwitchStateWrite> Controller::ReconcileAll(
               // A lost session or pipeline: check the pipeline again next time.
               slot.needs_pipeline = true;
             } else {
+              // Outside the timed reconciliation; rate-limited per switch.
+              MaybeReadCounters(slot, intent);
               writes += stats->writes();
               errors += stats->failed;
               if (stats->converged()) {
@@ -672,6 +678,53 @@ std::vector<Controller::SwitchStateWrite> Controller::ReconcileAll(
     metrics_.last_reconcile_ms = micros / 1000.0 / runs;
   }
   return state_writes;
+}
+
+void Controller::MaybeReadCounters(SwitchSlot& slot, const core::SwitchIntent& intent) {
+  bool any =
+      std::any_of(intent.jobs.begin(), intent.jobs.end(),
+                  [](const core::JobAggregationIntent& j) { return j.multicast_group != 0; });
+  if (!any) return;
+  int64_t now = clock_();
+  if (slot.counters_read_ms && now >= *slot.counters_read_ms &&
+      now - *slot.counters_read_ms < options_.counters_period_ms) {
+    return;
+  }
+  slot.counters_read_ms = now;
+  auto read = slot.client->ReadCounters(intent);
+  if (!read.ok()) {
+    // Counters are informational: a failed read never fails the visit; the samples of the last
+    // successful read stay (their read_ms tells their age).
+    spdlog::debug("event=counters_read_failed switch={} error=\"{}\"", slot.sw.id,
+                  read.status().ToString());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  auto& samples = counters_[slot.sw.id];
+  for (const southbound::AggregationCounters& c : *read) {
+    InaCounterSample& sample = samples[c.tag];
+    sample.switch_id = slot.sw.id;
+    sample.tag = c.tag;
+    sample.job_id = c.job_id;
+    sample.aggregated_packets = c.aggregated.packets;
+    sample.fallback_packets = c.fallback.packets;
+    sample.preempted_packets = c.preempted.packets;
+    sample.read_ms = now;
+  }
+}
+
+void Controller::PruneCounters(const std::string& switch_id, const core::SwitchIntent* intent) {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  auto it = counters_.find(switch_id);
+  if (it == counters_.end()) return;
+  if (intent != nullptr) {
+    std::set<uint32_t> tags;
+    for (const auto& j : intent->jobs) {
+      if (j.multicast_group != 0) tags.insert(j.tag);
+    }
+    std::erase_if(it->second, [&](const auto& entry) { return !tags.count(entry.first); });
+  }
+  if (intent == nullptr || it->second.empty()) counters_.erase(it);
 }
 
 std::optional<Controller::SwitchStateWrite> Controller::StateWrite(
@@ -1172,7 +1225,28 @@ ControllerMetrics Controller::Metrics() {
   auto counts = storage_->jobs().CountByState();
   if (counts.ok()) m.jobs_by_state = *counts;
   m.switches = Switches();
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    for (const auto& [id, samples] : counters_) {
+      for (const auto& [tag, sample] : samples) m.ina_counters.push_back(sample);
+    }
+  }
+  std::stable_sort(m.ina_counters.begin(), m.ina_counters.end(),
+                   [](const InaCounterSample& a, const InaCounterSample& b) {
+                     return a.job_id < b.job_id;  // switch and tag order kept from the map
+                   });
   return m;
+}
+
+std::vector<InaCounterSample> Controller::JobCounters(core::JobId id) {
+  std::vector<InaCounterSample> out;
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  for (const auto& [switch_id, samples] : counters_) {
+    for (const auto& [tag, sample] : samples) {
+      if (sample.job_id == id) out.push_back(sample);
+    }
+  }
+  return out;
 }
 
 }  // namespace inac::server

@@ -14,8 +14,11 @@
 // the inputs' fingerprint changed (topology version, active jobs, their specs and priorities, the
 // algorithm), saves plan + intents, reconciles the switches in parallel, records per-switch state
 // and moves jobs scheduled -> running once every switch holding one of their entries applied the
-// plan's version. Restart runs the same loop: the stored plan is kept when its fingerprint matches,
-// switches are reconnected with a higher election id, their pipeline checked and repaired.
+// plan's version. After a successful reconciliation of a switch, the INA counters of its
+// aggregations are read (at most once per `counters_period_ms` per switch) and kept in memory
+// for GET /jobs/{id} and /metrics. Restart runs the same loop: the stored plan is kept when its
+// fingerprint matches, switches are reconnected with a higher election id, their pipeline checked
+// and repaired.
 //
 // Thread safety: every public method may be called from any thread.
 #pragma once
@@ -60,6 +63,9 @@ struct ControllerOptions {
   int debounce_ms = 50;  // wake-ups within this window after a pass share the next pass
   int timer_ms = 2000;   // periodic pass: retries failed switches, reconnects
   int reconcile_parallelism = 8;
+  // INA counters (job_aggregated / job_fallback / job_preempted of ina.p4) are read from a switch
+  // after a successful reconciliation, at most once per this period per switch (0: every pass).
+  int counters_period_ms = 2000;
   // Election id: 0 = one more than the highest id stored for any switch (a restarted controller
   // thus wins arbitration); otherwise this fixed value (a standby controller is given a lower one).
   uint64_t election_id = 0;
@@ -124,6 +130,19 @@ struct JobConfig {
   std::vector<std::string> ring;  // ring all-reduce order
 };
 
+// The INA counters of one aggregation (tag) of a job on one switch, as last read (GET /jobs/{id},
+// GET /metrics). Packet counts are cumulative since the switch's pipeline was pushed: a switch
+// restart or a pipeline push resets them to 0.
+struct InaCounterSample {
+  std::string switch_id;
+  uint32_t tag = 0;
+  core::JobId job_id = 0;
+  int64_t aggregated_packets = 0;  // summed into an aggregator
+  int64_t fallback_packets = 0;    // sent on unaggregated to the PS
+  int64_t preempted_packets = 0;   // partial aggregates evicted by a higher-priority tag
+  int64_t read_ms = 0;             // clock time of the read (epoch ms)
+};
+
 // Counters and gauges for GET /metrics.
 struct ControllerMetrics {
   std::map<core::JobState, int64_t> jobs_by_state;
@@ -139,6 +158,7 @@ struct ControllerMetrics {
   int64_t loop_passes = 0;
   int64_t last_pass_ms = 0;  // clock time of the last completed pass
   std::vector<SwitchStatus> switches;
+  std::vector<InaCounterSample> ina_counters;  // every (switch, tag) read, by job, switch, tag
 };
 
 class Controller {
@@ -192,6 +212,9 @@ class Controller {
   // Readiness: storage readable, loop alive, every managed switch connected.
   absl::Status Ready();
   ControllerMetrics Metrics();
+  // The INA counters last read for `id`'s tags on the switches that hold them (by switch, then
+  // tag); empty until a read succeeded. Entries leave when the tag leaves the switch's intent.
+  std::vector<InaCounterSample> JobCounters(core::JobId id);
 
   // Wakes the loop and blocks until it completed a whole pass that started after this call (tests
   // and the demo use it to wait for convergence). DeadlineExceeded after `timeout_ms`.
@@ -229,6 +252,12 @@ class Controller {
                                              bool flush);
   // Writes each record (with its events) in its own transaction. Takes each slot's mu.
   void PersistSwitchStates(std::vector<SwitchStateWrite> writes);
+  // After a successful reconciliation of `slot` to `intent`: reads its INA counters when the
+  // period has elapsed (a failure is logged at debug level only). Caller holds slot.mu.
+  void MaybeReadCounters(SwitchSlot& slot, const core::SwitchIntent& intent);
+  // Drops the counter samples of `switch_id` whose tag is not one of `intent` (every tag when
+  // `intent` is null).
+  void PruneCounters(const std::string& switch_id, const core::SwitchIntent* intent);
   void AdvanceJobs(int64_t plan_version, const std::vector<core::SwitchIntent>& intents);
   absl::StatusOr<core::Plan> ComputePlan(const core::Topology& topology,
                                          const std::vector<core::Job>& jobs,
@@ -256,6 +285,11 @@ class Controller {
 
   std::mutex event_mu_;
   std::condition_variable event_cv_;
+
+  // INA counters last read: switch id -> tag -> sample. Written by the reconcile workers, read by
+  // the API; its own lock so that readers never wait for the loop.
+  std::mutex counters_mu_;  // guards counters_
+  std::map<std::string, std::map<uint32_t, InaCounterSample>> counters_;
 };
 
 }  // namespace inac::server

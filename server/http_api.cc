@@ -5,8 +5,10 @@
 #include <chrono>
 #include <thread>
 
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -259,6 +261,29 @@ Json ConfigJson(const JobConfig& c) {
   return j;
 }
 
+// GET /jobs/{id}'s `ina_counters`: the samples per (switch, tag) and their totals.
+Json InaCountersJson(const std::vector<InaCounterSample>& samples) {
+  Json list = Json::array();
+  int64_t aggregated = 0, fallback = 0, preempted = 0;
+  for (const InaCounterSample& c : samples) {
+    list.push_back({{"switch", c.switch_id},
+                    {"tag", c.tag},
+                    {"aggregated_packets", c.aggregated_packets},
+                    {"fallback_packets", c.fallback_packets},
+                    {"preempted_packets", c.preempted_packets},
+                    {"read_ms", c.read_ms}});
+    aggregated += c.aggregated_packets;
+    fallback += c.fallback_packets;
+    preempted += c.preempted_packets;
+  }
+  Json j = Json::object();
+  j["switches"] = list;
+  j["aggregated_packets"] = aggregated;
+  j["fallback_packets"] = fallback;
+  j["preempted_packets"] = preempted;
+  return j;
+}
+
 std::string PromEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -333,6 +358,25 @@ std::string RenderMetrics(const ControllerMetrics& m) {
     if (s.aggregators_total > 0) {
       o << "inac_switch_aggregator_utilisation{switch=\"" << PromEscape(s.id) << "\"} "
         << static_cast<double>(s.aggregators_used) / s.aggregators_total << "\n";
+    }
+  }
+  // Per job and switch (the tags of a job's shards on one switch summed), as last read.
+  o << "# HELP inac_ina_packets_total INA packets per job and switch as last read from the "
+       "switch's counters: aggregated, fallback (sent on unaggregated) or preempted. Reset when "
+       "the switch restarts or its pipeline is pushed.\n"
+    << "# TYPE inac_ina_packets_total counter\n";
+  std::map<std::pair<core::JobId, std::string>, std::array<int64_t, 3>> per_job_switch;
+  for (const InaCounterSample& c : m.ina_counters) {
+    auto& v = per_job_switch[{c.job_id, c.switch_id}];
+    v[0] += c.aggregated_packets;
+    v[1] += c.fallback_packets;
+    v[2] += c.preempted_packets;
+  }
+  static constexpr const char* kKinds[] = {"aggregated", "fallback", "preempted"};
+  for (const auto& [key, v] : per_job_switch) {
+    for (int k = 0; k < 3; ++k) {
+      o << "inac_ina_packets_total{job=\"" << key.first << "\",switch=\"" << PromEscape(key.second)
+        << "\",kind=\"" << kKinds[k] << "\"} " << v[k] << "\n";
     }
   }
   return o.str();
@@ -636,7 +680,9 @@ void HttpApi::Routes() {
   Add("GET", "/jobs/{id}", [c](const httplib::Request& req, httplib::Response& res) {
     auto job = c->GetJob(std::stoll(req.matches[1]));
     if (!job.ok()) return SendStatus(res, job.status());
-    SendJson(res, 200, core::JobToJson(*job));
+    Json body = core::JobToJson(*job);
+    body["ina_counters"] = InaCountersJson(c->JobCounters(job->id));
+    SendJson(res, 200, body);
   });
   Add("DELETE", "/jobs/{id}", [c](const httplib::Request& req, httplib::Response& res) {
     auto job = c->CancelJob(std::stoll(req.matches[1]));

@@ -26,6 +26,8 @@ struct FakeSwitchClient::State {
   absl::flat_hash_map<std::string, p4::v1::Entity> entities;  // key -> canonical entity
   std::optional<core::SwitchIntent> applied;
   std::map<uint32_t, AggregationCounters> counters;  // by counter index
+  absl::Status read_counters_status;
+  int64_t read_counters_calls = 0;
   int64_t reconcile_calls = 0;
   int64_t pipeline_pushes = 0;
 };
@@ -135,7 +137,9 @@ absl::StatusOr<ReconcileStats> FakeSwitchClient::Reconcile(const core::SwitchInt
 absl::StatusOr<std::vector<AggregationCounters>> FakeSwitchClient::ReadCounters(
     const core::SwitchIntent& intent) {
   absl::MutexLock lock(&mu_);
+  ++state_->read_counters_calls;
   if (!state_->reachable) return absl::UnavailableError("unreachable");
+  if (!state_->read_counters_status.ok()) return state_->read_counters_status;
   std::vector<AggregationCounters> out;
   for (const auto& job : intent.jobs) {
     if (job.multicast_group == 0) continue;
@@ -192,6 +196,11 @@ void FakeSwitchClient::SetCounters(const AggregationCounters& counters) {
   state_->counters[counters.multicast_group] = counters;
 }
 
+void FakeSwitchClient::FailReadCounters(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  state_->read_counters_status = std::move(status);
+}
+
 std::optional<core::SwitchIntent> FakeSwitchClient::applied_intent() const {
   absl::MutexLock lock(&mu_);
   return state_->applied;
@@ -210,6 +219,11 @@ int64_t FakeSwitchClient::reconcile_calls() const {
 int64_t FakeSwitchClient::pipeline_pushes() const {
   absl::MutexLock lock(&mu_);
   return state_->pipeline_pushes;
+}
+
+int64_t FakeSwitchClient::read_counters_calls() const {
+  absl::MutexLock lock(&mu_);
+  return state_->read_counters_calls;
 }
 
 }  // namespace inac::southbound

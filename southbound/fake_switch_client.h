@@ -51,6 +51,8 @@ class FakeSwitchClient : public SwitchClient {
   void Restart();
   // Counter values ReadCounters reports for `counters.multicast_group` (the counter index).
   void SetCounters(const AggregationCounters& counters);
+  // ReadCounters fails with `status` until called again with an OK status.
+  void FailReadCounters(absl::Status status);
 
   // --- Inspection ---
   // The intent of the last Reconcile that converged, if any since the last Restart.
@@ -58,6 +60,7 @@ class FakeSwitchClient : public SwitchClient {
   int64_t entity_count() const;  // table entries + multicast groups held
   int64_t reconcile_calls() const;
   int64_t pipeline_pushes() const;
+  int64_t read_counters_calls() const;
 
  private:
   struct State;  // protobuf-typed state, hidden from this header

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/cmd_serve.h"
 #include "southbound/emulator/emulated_switch.h"
@@ -69,6 +70,25 @@ TEST_F(EmulatedFabricTest, JobLifecycleProgramsAndClearsTheSwitches) {
   }
   EXPECT_GE(intended, entries);  // `entries` also counts multicast groups
   EXPECT_EQ(server_->Get("/api/v1/readyz", "").status, 200);
+
+  // The INA counters were read over P4Runtime after the job was programmed: the emulator has no
+  // data plane, so every aggregation of the job shows 0 packets.
+  Reply job = server_->Get(absl::StrCat("/api/v1/jobs/", id));
+  ASSERT_EQ(job.status, 200) << job;
+  ASSERT_TRUE(job.json.contains("ina_counters")) << job;
+  const Json& counters = job.json["ina_counters"];
+  EXPECT_FALSE(counters["switches"].empty()) << counters.dump();
+  for (const Json& s : counters["switches"]) {
+    EXPECT_EQ(s["aggregated_packets"], 0) << s.dump();
+    EXPECT_EQ(s["fallback_packets"], 0) << s.dump();
+    EXPECT_EQ(s["preempted_packets"], 0) << s.dump();
+    EXPECT_GT(s["read_ms"].get<int64_t>(), 0) << s.dump();
+  }
+  EXPECT_EQ(counters["aggregated_packets"], 0);
+  EXPECT_EQ(counters["fallback_packets"], 0);
+  EXPECT_EQ(counters["preempted_packets"], 0);
+  EXPECT_TRUE(absl::StrContains(server_->Get("/api/v1/metrics").body,
+                                absl::StrCat("inac_ina_packets_total{job=\"", id, "\",")));
 
   // Restart: same plan, higher election id, nothing rewritten or duplicated.
   Reply plan = server_->Get("/api/v1/plan");
