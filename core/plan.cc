@@ -58,15 +58,8 @@ struct Builder {
   std::map<uint32_t, HostPortIntent> hosts;  // by port
 };
 
-// One aligned chunk range of one (job, PS): where each worker's part of it is aggregated.
-struct Range {
-  int index = 0;
-  std::vector<const FlowPlan*> flows;  // one per worker whose gradient toward the PS covers it
-};
-
-// Cuts the flows of one (job, PS) into aligned chunk ranges: each worker's flows cover [0, 1) in
-// plan order; the ranges are the pieces between every worker's cut points.
-std::vector<Range> RangesOf(const std::vector<const FlowPlan*>& flows) {
+// Cuts the flows of one (job, PS) into aligned chunk ranges (see ChunkRangesOf).
+std::vector<ChunkRange> RangesOf(const std::vector<const FlowPlan*>& flows) {
   std::map<std::string, std::vector<const FlowPlan*>> by_worker;
   for (const FlowPlan* f : flows) by_worker[f->worker].push_back(f);
   auto key = [](double x) { return static_cast<int64_t>(std::llround(x * 1e9)); };
@@ -79,11 +72,13 @@ std::vector<Range> RangesOf(const std::vector<const FlowPlan*>& flows) {
     }
   }
   std::vector<int64_t> points(cuts.begin(), cuts.end());
-  std::vector<Range> out;
+  std::vector<ChunkRange> out;
   for (size_t k = 0; k + 1 < points.size() && static_cast<int>(k) < kMaxRangesPerShard; ++k) {
-    Range range;
+    ChunkRange range;
     range.index = static_cast<int>(k);
-    const double mid = (points[k] + points[k + 1]) / 2e9;
+    range.begin = points[k] / 1e9;
+    range.end = points[k + 1] / 1e9;
+    const double mid = (range.begin + range.end) / 2;
     for (const auto& [w, fs] : by_worker) {
       double at = 0;
       for (const FlowPlan* f : fs) {
@@ -123,7 +118,7 @@ class Deriver {
         for (const FlowPlan& f : jp->flows) {
           if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
         }
-        for (Range& range : RangesOf(flows)) {
+        for (ChunkRange& range : RangesOf(flows)) {
           work.push_back(TagWork{jp, ps, AggregationTag(jp->job_id, ps_index, range.index),
                                  std::move(range.flows)});
         }
@@ -403,6 +398,14 @@ class Deriver {
 
 std::vector<SwitchIntent> DeriveSwitchIntents(const Topology& topology, const Plan& plan) {
   return Deriver(topology).Run(plan);
+}
+
+std::vector<ChunkRange> ChunkRangesOf(const JobPlan& job, const std::string& ps) {
+  std::vector<const FlowPlan*> flows;
+  for (const FlowPlan& f : job.flows) {
+    if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
+  }
+  return RangesOf(flows);
 }
 
 }  // namespace inac::core

@@ -92,6 +92,19 @@ inline constexpr int kMaxParameterServersPerJob = 8;
 inline constexpr int kMaxRangesPerShard = 8;
 uint32_t AggregationTag(JobId job_id, int ps_index, int range = 0);
 
+// One aligned chunk range of a (job, PS) shard: the part [begin, end) of the shard's chunks that
+// one tag carries, and where each worker's part of it is aggregated (the worker's FlowPlan that
+// covers it). A shard that no worker splits is one range [0, 1). Each worker's flows toward the
+// PS cover [0, 1) in plan order; the ranges are the pieces between every worker's cut points (at
+// most kMaxRangesPerShard; the rest is not covered). Pointers into `job`.
+struct ChunkRange {
+  int index = 0;  // the `range` of AggregationTag
+  double begin = 0;
+  double end = 1;
+  std::vector<const FlowPlan*> flows;
+};
+std::vector<ChunkRange> ChunkRangesOf(const JobPlan& job, const std::string& ps);
+
 // The MAC address INAC gives a node (48 bits in a uint64): 02:00 (locally administered) followed
 // by its IPv4 address (NodeAddress). The data plane writes it as the destination of frames to a
 // host; the lab configures hosts with it.

@@ -1072,6 +1072,54 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
       }
     }
   }
+  if (!topology->has_value()) return config;
+  const core::Topology& t = (*topology)->topology;
+  std::map<uint32_t, std::string> node_of;  // address -> node id
+  for (const core::Host& h : t.hosts) node_of[core::NodeAddress(t, h.id)] = h.id;
+  for (const core::Switch& sw : t.switches) node_of[core::NodeAddress(t, sw.id)] = sw.id;
+  ps_index = 0;
+  for (const auto& [ps, share] : jp->ps_shares) {
+    for (const core::ChunkRange& range : core::ChunkRangesOf(*jp, ps)) {
+      JobConfig::Tag tag;
+      tag.tag = core::AggregationTag(id, ps_index, range.index);
+      tag.ps = ps;
+      tag.ps_address = core::NodeAddress(t, ps);
+      tag.share = share;
+      tag.begin = range.begin;
+      tag.end = range.end;
+      for (const core::FlowPlan* f : range.flows) {
+        tag.members.push_back(
+            {f->worker, core::NodeAddress(t, f->worker), f->aggregation_node});
+      }
+      for (const auto& intent : *intents) {
+        for (const auto& g : intent.jobs) {
+          if (g.tag != tag.tag) continue;
+          tag.multicast_group = g.multicast_group;
+          JobConfig::Tag::Aggregator agg;
+          agg.switch_id = intent.switch_id;
+          agg.address = g.self_address;
+          agg.inputs.resize(g.fan_in);
+          for (const auto& in : intent.inputs) {
+            if (in.tag == tag.tag && in.index < agg.inputs.size()) {
+              auto node = node_of.find(in.source_address);
+              agg.inputs[in.index] =
+                  node != node_of.end() ? node->second : core::FormatIpv4(in.source_address);
+            }
+          }
+          agg.aggregator_base = g.aggregator_base;
+          agg.aggregator_count = g.aggregator_count;
+          agg.slot_offset = g.slot_offset;
+          agg.window = g.window;
+          tag.aggregators.push_back(std::move(agg));
+        }
+        for (const auto& r : intent.routes) {
+          if (r.tag == tag.tag && r.multicast_group) tag.multicast_group = r.multicast_group;
+        }
+      }
+      config.tags.push_back(std::move(tag));
+    }
+    ++ps_index;
+  }
   return config;
 }
 

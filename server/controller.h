@@ -127,6 +127,34 @@ struct JobConfig {
     uint32_t window = 0;
   };
   std::vector<Region> regions;
+  // What the host agents need per aggregation tag (one per PS and chunk range): the data-plane
+  // contract of docs/ina-pipeline.md seen from the hosts.
+  struct Tag {
+    uint32_t tag = 0;
+    std::string ps;
+    uint32_t ps_address = 0;
+    double share = 0;   // the PS's share of the model
+    double begin = 0;   // the tag's part [begin, end) of that share's chunks
+    double end = 1;
+    uint32_t multicast_group = 0;
+    struct Member {
+      std::string worker;
+      uint32_t address = 0;
+      std::string aggregation_node;  // a switch id, or the PS itself
+    };
+    std::vector<Member> members;
+    struct Aggregator {
+      std::string switch_id;
+      uint32_t address = 0;             // the source of what it sends to the PS
+      std::vector<std::string> inputs;  // node ids in input-bit order (bit i = inputs[i])
+      uint32_t aggregator_base = 0;
+      uint32_t aggregator_count = 0;
+      uint32_t slot_offset = 0;
+      uint32_t window = 0;
+    };
+    std::vector<Aggregator> aggregators;
+  };
+  std::vector<Tag> tags;
   std::vector<std::string> ring;  // ring all-reduce order
 };
 

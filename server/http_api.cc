@@ -257,6 +257,34 @@ Json ConfigJson(const JobConfig& c) {
                        {"window", r.window}});
   }
   j["aggregator_regions"] = regions;
+  Json tags = Json::array();
+  for (const auto& t : c.tags) {
+    Json members = Json::array();
+    for (const auto& m : t.members) {
+      members.push_back({{"worker", m.worker},
+                         {"address", core::FormatIpv4(m.address)},
+                         {"aggregation_node", m.aggregation_node}});
+    }
+    Json aggregators = Json::array();
+    for (const auto& a : t.aggregators) {
+      aggregators.push_back({{"switch", a.switch_id},
+                             {"address", core::FormatIpv4(a.address)},
+                             {"inputs", a.inputs},
+                             {"aggregator_base", a.aggregator_base},
+                             {"aggregator_count", a.aggregator_count},
+                             {"slot_offset", a.slot_offset},
+                             {"window", a.window}});
+    }
+    tags.push_back({{"tag", t.tag},
+                    {"ps", t.ps},
+                    {"ps_address", core::FormatIpv4(t.ps_address)},
+                    {"share", t.share},
+                    {"range", {t.begin, t.end}},
+                    {"multicast_group", t.multicast_group},
+                    {"members", members},
+                    {"aggregators", aggregators}});
+  }
+  j["tags"] = tags;
   if (!c.ring.empty()) j["ring"] = c.ring;
   return j;
 }
