@@ -129,8 +129,8 @@ class Deriver {
               [](const TagWork& a, const TagWork& b) { return a.tag < b.tag; });
     std::set<uint32_t> taken;
     for (const TagWork& w : work) {
-      uint32_t group = 1 + w.tag % 65535;
-      while (taken.count(group)) group = group % 65535 + 1;
+      uint32_t group = 1 + w.tag % kMaxMulticastGroup;
+      while (taken.count(group)) group = group % kMaxMulticastGroup + 1;
       taken.insert(group);
       group_of_[w.tag] = group;
     }

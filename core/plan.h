@@ -208,9 +208,12 @@ struct SwitchIntent {
   }
 };
 
-// Multicast group ids (1..65535, also the index of the per-tag counters) are assigned to tags by
-// DeriveSwitchIntents: group = 1 + (tag mod 65535), probing upwards past groups already taken by a
-// smaller tag of the same plan, so a tag keeps its group while its job lives.
+// Multicast group ids (1..kMaxMulticastGroup, also the index of the per-tag counters) are
+// assigned to tags by DeriveSwitchIntents: group = 1 + (tag mod kMaxMulticastGroup), probing
+// upwards past groups already taken by a smaller tag of the same plan, so a tag keeps its group
+// while its job lives. BMv2 refuses group ids above 32767 (OUT_OF_RANGE "Group id value is too
+// high"), although v1model's mcast_grp is bit<16>.
+inline constexpr uint32_t kMaxMulticastGroup = 32767;
 //
 // Derives every switch's intent from `plan` on `topology` (the contract with api/p4/ina.p4,
 // docs/ina-pipeline.md). Per tag: an `ina_job` entry and one `ina_worker` entry per input on each

@@ -97,7 +97,7 @@ std::set<core::JobId> JobsOf(const core::SwitchIntent& intent) {
 
 int64_t EntryCount(const core::SwitchIntent& intent) {
   return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
-                              intent.multicast_groups.size());
+                              intent.multicast_groups.size() + intent.host_ports.size());
 }
 
 }  // namespace

@@ -97,9 +97,9 @@ TEST(DeriveSwitchIntentsTest, DeterministicAndEmptyWithoutJobs) {
 TEST(DeriveSwitchIntentsTest, MulticastGroupsProbePastCollisions) {
   Topology t = Small();
   Plan plan = OneJob();
-  // A job whose tag is congruent to job 2's modulo 65535.
+  // A job whose tag is congruent to job 2's modulo 32767.
   JobPlan other = plan.jobs[0];
-  other.job_id = 2 + 65535;  // tag differs by 64*65535, same group candidate
+  other.job_id = 2 + 32767;  // tag differs by 64*32767, same group candidate
   plan.jobs.push_back(other);
   auto intents = DeriveSwitchIntents(t, plan);
   ASSERT_EQ(intents[0].jobs.size(), 2u);

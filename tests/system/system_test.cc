@@ -203,7 +203,7 @@ TEST_F(SystemTest, ControllerKilledDuringConcurrentSubmissionsRecovers) {
   int64_t entries = 0;
   for (const auto& [id, intent] : IntentsBySwitch(view->topology, view->plan)) {
     entries += intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
-               intent.multicast_groups.size();
+               intent.multicast_groups.size() + intent.host_ports.size();
   }
   EXPECT_GT(entries, kJobs) << "the plan programs (almost) nothing: the comparison proves little";
   std::printf("[ info ] plan %lld: %zu jobs, %lld entries on %zu switches\n",
@@ -237,7 +237,7 @@ void SubmitMix(Rest& rest, int count, const std::string& prefix = "job-") {
 
 int64_t EntryCount(const core::SwitchIntent& intent) {
   return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
-                              intent.multicast_groups.size());
+                              intent.multicast_groups.size() + intent.host_ports.size());
 }
 
 // An emulated switch is killed (SIGKILL) and restarted empty on the same port: the controller
