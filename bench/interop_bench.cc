@@ -137,7 +137,7 @@ std::vector<p4::v1::Update> WorkerInserts(const IntentTranslator& translator) {
 
 absl::Status BenchWrites(const Target& target, const IntentTranslator& translator,
                          const P4InfoIndex& p4info) {
-  const std::vector<p4::v1::Update> updates = WorkerInserts(translator);
+  std::vector<p4::v1::Update> updates = WorkerInserts(translator);
   uint64_t cookie = 100;
   for (size_t batch : {size_t{100}, size_t{1000}}) {
     SwitchSession session(Session(target, batch, batch));
@@ -165,7 +165,7 @@ absl::Status BenchWrites(const Target& target, const IntentTranslator& translato
         return s;
       }
       auto t0 = Clock::now();
-      auto results = session.Write(updates, &rpcs);
+      auto results = session.WriteInPlace(&updates, &rpcs);  // as the reconciler writes
       auto t1 = Clock::now();
       if (!results.ok()) return results.status();
       for (const absl::Status& s : *results) {
