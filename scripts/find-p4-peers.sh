@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Finds the reference P4 tools: p4c's BMv2 back end and BMv2's simple_switch_grpc.
-# Sourced by compile-p4.sh and lab scripts; the C++ tests use the same order (tests/peers/peers.cc).
+# Sourced by compile-p4.sh; the C++ tests and `inac lab` use the same order (tests/interop/peers.cc).
 #
 # Order: $INAC_P4C / $INAC_BMV2 (a file, or a folder holding the tool), then PATH, then
 # ../shared/peers/bin beside the repository (this workplace's prebuilt toolchain).

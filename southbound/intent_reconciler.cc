@@ -31,11 +31,11 @@ absl::string_view TypeName(p4::v1::Update::Type type) {
 }
 
 // Sends one phase; counts successes into `*done` and failures into `stats`.
-absl::Status ApplyPhase(SwitchSession& session, const std::vector<p4::v1::Update>& updates,
-                        int64_t* done, ReconcileStats& stats) {
+absl::Status ApplyPhase(SwitchSession& session, std::vector<p4::v1::Update>& updates, int64_t* done,
+                        ReconcileStats& stats) {
   if (updates.empty()) return absl::OkStatus();
   int64_t batches = 0;
-  auto results = session.Write(updates, &batches);
+  auto results = session.WriteInPlace(&updates, &batches);
   stats.batches += batches;
   if (!results.ok()) return results.status();
   for (size_t i = 0; i < updates.size(); ++i) {

@@ -52,7 +52,7 @@ SwitchSession::SwitchSession(SessionOptions options)
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 250);
     rpc_->channel =
         grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
   }
@@ -272,22 +272,30 @@ bool SwitchSession::OnArbitration(const p4::v1::MasterArbitrationUpdate& update,
 
 absl::StatusOr<std::vector<absl::Status>> SwitchSession::Write(
     const std::vector<p4::v1::Update>& updates, int64_t* batches) {
+  std::vector<p4::v1::Update> copy = updates;
+  return WriteInPlace(&copy, batches);
+}
+
+absl::StatusOr<std::vector<absl::Status>> SwitchSession::WriteInPlace(
+    std::vector<p4::v1::Update>* updates, int64_t* batches) {
   std::vector<absl::Status> results;
-  results.reserve(updates.size());
+  results.reserve(updates->size());
   int64_t rpcs = 0;
   size_t next = 0;
   const ElectionId election_id = CurrentElectionId();
-  while (next < updates.size()) {
+  while (next < updates->size()) {
     p4::v1::WriteRequest request;
     request.set_device_id(options_.device_id);
     if (!options_.role.empty()) request.set_role(options_.role);
     *request.mutable_election_id() = ToProto(election_id);
     size_t bytes = 0;
-    while (next < updates.size() &&
+    const size_t first = next;
+    while (next < updates->size() &&
            static_cast<size_t>(request.updates_size()) < options_.max_batch_updates) {
-      const size_t size = updates[next].ByteSizeLong();
+      const size_t size = (*updates)[next].ByteSizeLong();
       if (request.updates_size() > 0 && bytes + size > options_.max_batch_bytes) break;
-      *request.add_updates() = updates[next];
+      // Moved into the request (no copy) and moved back after the RPC.
+      request.mutable_updates()->Add(std::move((*updates)[next]));
       bytes += size;
       ++next;
     }
@@ -295,6 +303,9 @@ absl::StatusOr<std::vector<absl::Status>> SwitchSession::Write(
     context.set_deadline(Deadline(options_.rpc_timeout));
     p4::v1::WriteResponse response;
     const grpc::Status status = rpc_->stub->Write(&context, request, &response);
+    for (int i = 0; i < request.updates_size(); ++i) {
+      (*updates)[first + i] = std::move(*request.mutable_updates(i));
+    }
     ++rpcs;
     if (batches != nullptr) *batches = rpcs;
     auto decoded = DecodeWriteStatus(status, request.updates_size());

@@ -136,6 +136,10 @@ class SwitchSession {
   // of RPCs sent.
   absl::StatusOr<std::vector<absl::Status>> Write(const std::vector<p4::v1::Update>& updates,
                                                   int64_t* batches = nullptr);
+  // Write without copying: each batch's updates are moved into its request and moved back after
+  // its RPC, so `*updates` holds the same updates on return (also on error).
+  absl::StatusOr<std::vector<absl::Status>> WriteInPlace(std::vector<p4::v1::Update>* updates,
+                                                         int64_t* batches = nullptr);
 
   // Reads every entity matching `filters` (wildcards per the spec: table_id only = whole
   // table, multicast group 0 = all groups, counter id 0 = all counters). The switch's error

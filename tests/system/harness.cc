@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +69,11 @@ std::string WriteFile(const std::string& path, const std::string& text) {
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     const std::vector<std::string>& args, const std::string& log_path) {
+  return StartProgram(InacBinary(), args, log_path);
+}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::StartProgram(
+    const std::string& program, const std::vector<std::string>& args, const std::string& log_path) {
   std::unique_ptr<ChildProcess> child(new ChildProcess());
   child->log_path_ = log_path;
   child->log_fd_ = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -78,14 +84,18 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
   // Everything the child needs is prepared before fork (the parent is multi-threaded).
   std::vector<std::string> owned;
-  owned.push_back(InacBinary());
+  owned.push_back(program);
   owned.insert(owned.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : owned) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
+    // Dies with the test (a crashed test must not leave switches or controllers behind).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     dup2(fds[1], STDOUT_FILENO);
     dup2(child->log_fd_, STDERR_FILENO);
     execv(argv[0], argv.data());
@@ -180,6 +190,19 @@ int ChildProcess::Wait(absl::Duration timeout) {
   exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
   if (drain_.joinable()) drain_.join();
   return exit_;
+}
+
+bool ChildProcess::Exited() {
+  if (reaped_) return true;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return false;
+  if (r == pid_) {
+    exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+  }
+  reaped_ = true;
+  if (drain_.joinable()) drain_.join();
+  return true;
 }
 
 std::string LogTail(const std::string& path, size_t max_bytes) {

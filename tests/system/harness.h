@@ -1,8 +1,9 @@
 // Test harness for the system tests (tests/system/): real `inac` processes on loopback.
 //
-// - ChildProcess: runs the `inac` binary of this build (INAC_BINARY) with stdout and stderr
-//   appended to a log file, and finds the `listening on HOST:PORT` line that `inac serve` and
-//   `inac switch` print once they accept connections.
+// - ChildProcess: runs the `inac` binary of this build (INAC_BINARY), or any other program
+//   (StartProgram, e.g. BMv2 for tests/interop/), with stdout and stderr appended to a log file,
+//   and finds the `listening on HOST:PORT` line that `inac serve` and `inac switch` print once
+//   they accept connections.
 // - EmulatedFabric: one `inac switch` process per switch of a topology, their addresses written
 //   into the topology; a switch can be killed (SIGKILL) and restarted empty on the same port.
 // - ControllerProcess: `inac serve` on port 0 with a config file and a database file.
@@ -12,6 +13,9 @@
 // - Rest: a cpp-httplib client for the controller's /api/v1.
 //
 // Everything binds 127.0.0.1 and picks ports with port 0. Every wait has a bound.
+//
+// A child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so a test that
+// crashes leaves no process behind: start children from the test's main thread.
 //
 // Thread safety: a ChildProcess may be signalled from any thread; the other classes are used by
 // one test thread (Rest: one instance per thread).
@@ -69,6 +73,10 @@ class ChildProcess {
   // Starts `InacBinary() args...`. stdout and stderr go to `log_path` (appended).
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& args,
                                                              const std::string& log_path);
+  // Starts `program args...` (an absolute path; no PATH search) the same way.
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> StartProgram(
+      const std::string& program, const std::vector<std::string>& args,
+      const std::string& log_path);
   ~ChildProcess();  // SIGKILL and reap if still running.
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -81,6 +89,8 @@ class ChildProcess {
   // Waits for the exit (at most `timeout`, then SIGKILL). Returns the exit code, or -signal when
   // killed by a signal.
   int Wait(absl::Duration timeout = absl::Seconds(20));
+  // Reaps the process if it has exited, without blocking; true once it is gone.
+  bool Exited();
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
 
