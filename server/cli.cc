@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "server/cmd_agent.h"
 #include "server/cmd_db.h"
 #include "server/cmd_job.h"
 #include "server/cmd_plan.h"
@@ -26,6 +27,7 @@ int Main(int argc, char** argv) {
   AddDbCommand(app);
   AddSimCommand(app);
   AddSwitchCommand(app);
+  AddAgentCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

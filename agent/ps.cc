@@ -1,0 +1,447 @@
+#include "agent/ps.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "agent/layout.h"
+#include "agent/packet.h"
+#include "agent/worker.h"
+#include "core/topology.h"
+
+namespace inac::agent {
+namespace {
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr size_t kMaxLoggedViolations = 100;
+constexpr int64_t kMaxLingerFactor = 10;
+
+struct Accumulator {
+  std::vector<uint8_t> counted;  // per member
+  size_t n = 0;
+  std::array<uint32_t, kLanes> sum{};
+  uint32_t slot = 0;
+};
+
+// The members behind each input bit of one aggregator (empty + `error` when the input is unknown).
+struct AggregatorInputs {
+  std::vector<std::vector<int>> members;
+  std::vector<std::string> error;
+};
+
+struct PsTag {
+  const JobConfig::Tag* tag = nullptr;
+  TagSpan span;
+  int64_t total = 0;                                   // chunks over all iterations
+  std::unordered_map<uint32_t, int> member_at;         // address -> member index
+  std::unordered_map<uint32_t, size_t> aggregator_at;  // address -> aggregator index
+  std::vector<AggregatorInputs> inputs;                // per aggregator
+  std::vector<bool> complete;                          // per chunk number
+  std::unordered_map<uint32_t, Accumulator> open;
+  std::map<uint32_t, PacketBytes> kept;  // the last results, by chunk
+  size_t keep = 256;
+  std::vector<int64_t> done_in_iteration;
+  int64_t iterations_done = 0;
+};
+
+struct IterationProgress {
+  int64_t first_us = -1;
+  int64_t tags_done = 0;
+  int64_t done_us = -1;
+  int64_t contributions = 0;
+  int64_t in_network = 0;
+  int64_t retransmissions = 0;
+};
+
+class Ps {
+ public:
+  Ps(const JobConfig& config, const PsOptions& options) : config_(config), options_(options) {}
+
+  absl::Status Prepare() {
+    if (options_.ps.empty()) return absl::InvalidArgumentError("--ps: required");
+    if (options_.iterations < 1) return absl::InvalidArgumentError("--iterations: must be >= 1");
+    if (options_.lanes < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
+    auto layout = ComputeLayout(config_, options_.lanes);
+    if (!layout.ok()) return layout.status();
+    if (static_cast<double>(options_.iterations) * static_cast<double>(layout->chunks) >=
+        4294967296.0) {
+      return absl::InvalidArgumentError(
+          "--iterations x chunks: chunk numbers would not fit the header's 32 bits");
+    }
+    std::set<std::string> everyone;
+    for (size_t i = 0; i < config_.tags.size(); ++i) {
+      const JobConfig::Tag& t = config_.tags[i];
+      if (t.ps != options_.ps) continue;
+      if (t.members.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat("tag ", t.tag, " has no members"));
+      }
+      PsTag p;
+      p.tag = &t;
+      p.span = layout->tags[i];
+      p.total = p.span.chunks * options_.iterations;
+      p.complete.assign(static_cast<size_t>(p.total), false);
+      p.done_in_iteration.assign(static_cast<size_t>(options_.iterations), 0);
+      uint32_t window = std::max(options_.window, kDefaultWindow);
+      for (size_t m = 0; m < t.members.size(); ++m) {
+        p.member_at[t.members[m].address] = static_cast<int>(m);
+        everyone.insert(t.members[m].worker);
+      }
+      for (size_t a = 0; a < t.aggregators.size(); ++a) {
+        const JobConfig::Aggregator& agg = t.aggregators[a];
+        window = std::max(window, agg.window);
+        if (p.member_at.count(agg.address)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "tag ", t.tag, ": aggregator ", agg.switch_id, " has a member's address"));
+        }
+        p.aggregator_at[agg.address] = a;
+        AggregatorInputs in;
+        for (const std::string& node : agg.inputs) {
+          std::vector<int> members;
+          std::string error;
+          std::set<std::string> path{agg.switch_id};
+          Expand(t, node, &path, &members, &error);
+          in.members.push_back(std::move(members));
+          in.error.push_back(std::move(error));
+        }
+        p.inputs.push_back(std::move(in));
+      }
+      p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(window));
+      if (p.span.chunks == 0) p.iterations_done = options_.iterations;
+      tag_index_[t.tag] = tags_.size();
+      tags_.push_back(std::move(p));
+    }
+    if (tags_.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(options_.ps, " is not the PS of any tag of job ", config_.job_id));
+    }
+    report_.ps = options_.ps;
+    report_.job_id = config_.job_id;
+    report_.workers = static_cast<int>(everyone.size());
+    report_.tags = static_cast<int>(tags_.size());
+    for (const PsTag& p : tags_) report_.size_bytes += p.span.lanes * 4;
+    progress_.assign(static_cast<size_t>(options_.iterations), IterationProgress{});
+    return absl::OkStatus();
+  }
+
+  absl::Status Run() {
+    auto socket = UdpSocket::Open(options_.socket);
+    if (!socket.ok()) return socket.status();
+    socket_ = std::move(*socket);
+    if (options_.on_ready) options_.on_ready();
+    const int64_t start = NowUs();
+    int64_t last_packet = start;  // the last packet of this PS's tags
+    int64_t done_at = -1;
+    EmitDone(start);
+    while (true) {
+      if (options_.stop != nullptr && options_.stop->load()) break;
+      const int64_t now = NowUs();
+      if (options_.duration_ms > 0 && now - start >= options_.duration_ms * 1000) break;
+      int64_t wait = 50000;
+      if (AllDone()) {
+        // Linger until quiet, but not for ever (a stream of retransmissions of forgotten results
+        // would keep it alive).
+        if (done_at < 0) done_at = now;
+        const int64_t quiet = now - std::max(last_packet, done_at);
+        if (quiet >= options_.linger_ms * 1000 ||
+            now - done_at >= kMaxLingerFactor * options_.linger_ms * 1000) {
+          break;
+        }
+        wait = std::min(wait, options_.linger_ms * 1000 - quiet);
+      }
+      if (!socket_->Wait(wait)) continue;
+      Datagram d;
+      while (socket_->TryReceive(&d)) {
+        const int64_t at = NowUs();
+        if (OnDatagram(d, at)) last_packet = at;
+        if (options_.on_packet) options_.on_packet(report_.counters);
+      }
+    }
+    report_.iterations_done = next_emit_;
+    report_.complete = AllDone();
+    report_.counters.send_errors = static_cast<int64_t>(socket_->send_errors());
+    report_.counters.dropped_by_hook = static_cast<int64_t>(socket_->dropped());
+    return absl::OkStatus();
+  }
+
+  const PsReport& report() const { return report_; }
+
+ private:
+  // The members behind `node` (a member, an aggregator of the tag, or a member's address).
+  static void Expand(const JobConfig::Tag& t, const std::string& node, std::set<std::string>* path,
+                     std::vector<int>* out, std::string* error) {
+    if (int m = t.MemberIndex(node); m >= 0) {
+      out->push_back(m);
+      return;
+    }
+    if (const JobConfig::Aggregator* a = t.FindAggregator(node); a != nullptr) {
+      if (!path->insert(node).second) {
+        *error = absl::StrCat("input ", node, " is its own descendant");
+        return;
+      }
+      for (const std::string& in : a->inputs) Expand(t, in, path, out, error);
+      path->erase(node);
+      return;
+    }
+    if (auto address = core::ParseIpv4(node); address.has_value()) {
+      for (size_t m = 0; m < t.members.size(); ++m) {
+        if (t.members[m].address == *address) {
+          out->push_back(static_cast<int>(m));
+          return;
+        }
+      }
+    }
+    *error = absl::StrCat("input ", node, " is neither a member nor an aggregator of the tag");
+  }
+
+  bool AllDone() const { return next_emit_ >= options_.iterations; }
+
+  // Counts and reports a contract violation; true (the packet was one of this PS's).
+  bool Violation(const std::string& line) {
+    ++report_.counters.violation;
+    if (report_.violations.size() < kMaxLoggedViolations) {
+      report_.violations.push_back(line);
+      if (options_.log) options_.log(line);
+    }
+    return true;
+  }
+
+  // True when the packet belongs to one of this PS's tags and chunks.
+  bool OnDatagram(const Datagram& d, int64_t now) {
+    PsCounters& c = report_.counters;
+    ++c.received;
+    auto packet = DecodePacket(d.payload());
+    if (!packet.ok()) {
+      ++c.malformed;
+      return false;
+    }
+    if (packet->flags & kFlagResult) {
+      ++c.ignored;
+      return false;
+    }
+    auto found = tag_index_.find(packet->tag);
+    if (found == tag_index_.end()) {
+      ++c.unknown_tag;
+      return false;
+    }
+    PsTag& t = tags_[found->second];
+    if (static_cast<int64_t>(packet->chunk) >= t.total) {
+      ++c.out_of_range;
+      return false;
+    }
+    const bool retransmit = (packet->flags & kFlagRetransmit) != 0;
+    const int64_t it = static_cast<int64_t>(packet->chunk) / t.span.chunks;
+    IterationProgress& prog = progress_[static_cast<size_t>(it)];
+    if (prog.first_us < 0) prog.first_us = now;
+    if (retransmit) {
+      ++c.retransmit;
+      ++prog.retransmissions;
+    }
+    auto what = [&] {
+      return absl::StrCat("tag ", packet->tag, " chunk ", packet->chunk, " from ",
+                          core::FormatIpv4(d.source));
+    };
+    // Whose data the packet carries.
+    std::vector<int> members;
+    int raw_member = -1;
+    if (auto m = t.member_at.find(d.source); m != t.member_at.end()) {
+      ++c.raw;
+      raw_member = m->second;
+      members.push_back(m->second);
+    } else if (auto a = t.aggregator_at.find(d.source); a != t.aggregator_at.end()) {
+      const AggregatorInputs& in = t.inputs[a->second];
+      const JobConfig::Aggregator& agg = t.tag->aggregators[a->second];
+      if (packet->flags & kFlagAggregate) {
+        ++c.aggregate;
+      } else {
+        ++c.fallback;
+      }
+      if (packet->bitmap == 0) {
+        return Violation(absl::StrCat(what(), " (", agg.switch_id, "): empty bitmap"));
+      }
+      for (int bit = 0; bit < 64; ++bit) {
+        if (((packet->bitmap >> bit) & 1) == 0) continue;
+        if (static_cast<size_t>(bit) >= in.members.size()) {
+          return Violation(absl::StrCat(what(), " (", agg.switch_id, "): bit ", bit, " beyond its ",
+                                        in.members.size(), " inputs"));
+        }
+        if (!in.error[bit].empty()) {
+          return Violation(
+              absl::StrCat(what(), " (", agg.switch_id, "): bit ", bit, ": ", in.error[bit]));
+        }
+        members.insert(members.end(), in.members[bit].begin(), in.members[bit].end());
+      }
+      std::sort(members.begin(), members.end());
+      if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
+        return Violation(
+            absl::StrCat(what(), " (", agg.switch_id, "): its inputs name a worker twice"));
+      }
+    } else {
+      ++c.unknown_source;
+      return false;
+    }
+    if (static_cast<size_t>(packet->count) != members.size()) ++c.count_mismatch;
+
+    if (t.complete[packet->chunk]) {
+      ++c.duplicate;
+      if (retransmit) Resend(t, packet->chunk, raw_member);
+      return true;
+    }
+    Accumulator& acc = t.open[packet->chunk];
+    if (acc.counted.empty()) {
+      acc.counted.assign(t.tag->members.size(), 0);
+      acc.slot = packet->slot;
+    }
+    size_t seen = 0;
+    for (int m : members) seen += acc.counted[static_cast<size_t>(m)];
+    if (seen == members.size()) {
+      ++c.duplicate;
+      return true;
+    }
+    if (seen > 0) {
+      return Violation(absl::StrCat(what(), ": overlaps the chunk's counted workers partly (", seen,
+                                    " of its ", members.size(), " already counted)"));
+    }
+    for (int m : members) acc.counted[static_cast<size_t>(m)] = 1;
+    acc.n += members.size();
+    for (int i = 0; i < kLanes; ++i) acc.sum[i] += static_cast<uint32_t>(packet->lanes[i]);
+    const int64_t contributed = static_cast<int64_t>(members.size());
+    c.contributions += contributed;
+    prog.contributions += contributed;
+    if (members.size() >= 2) {
+      c.in_network += contributed;
+      prog.in_network += contributed;
+    }
+    if (acc.n == t.tag->members.size()) Complete(t, packet->chunk, now);
+    return true;
+  }
+
+  void Complete(PsTag& t, uint32_t chunk, int64_t now) {
+    Accumulator& acc = t.open[chunk];
+    InaPacket r;
+    r.tag = t.span.tag;
+    r.chunk = chunk;
+    r.slot = acc.slot;
+    r.flags = kFlagResult;
+    r.count = static_cast<uint8_t>(t.tag->members.size());
+    for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
+    t.open.erase(chunk);
+    t.complete[chunk] = true;
+    PacketBytes bytes = EncodePacket(r);
+    SendResult(t, bytes, -1);
+    ++report_.counters.results_sent;
+    t.kept[chunk] = bytes;
+    while (t.kept.size() > t.keep) t.kept.erase(t.kept.begin());
+    const int64_t it = static_cast<int64_t>(chunk) / t.span.chunks;
+    if (++t.done_in_iteration[static_cast<size_t>(it)] == t.span.chunks) {
+      while (t.iterations_done < options_.iterations &&
+             t.done_in_iteration[static_cast<size_t>(t.iterations_done)] == t.span.chunks) {
+        ++t.iterations_done;
+      }
+      EmitDone(now);
+    }
+  }
+
+  // Emits the iterations every tag has completed, in order.
+  void EmitDone(int64_t now) {
+    while (next_emit_ < options_.iterations) {
+      for (const PsTag& t : tags_) {
+        if (t.iterations_done <= next_emit_) return;
+      }
+      IterationProgress& p = progress_[static_cast<size_t>(next_emit_)];
+      IterationStats s;
+      s.iteration = next_emit_;
+      s.size_bytes = report_.size_bytes;
+      s.time_ms = p.first_us < 0 ? 0 : static_cast<double>(now - p.first_us) / 1000.0;
+      s.retransmissions = p.retransmissions;
+      s.contributions = p.contributions;
+      s.in_network = p.in_network;
+      report_.iterations.push_back(s);
+      if (options_.on_iteration) options_.on_iteration(s);
+      ++next_emit_;
+    }
+  }
+
+  // `only_member` >= 0 (unicast mode): that member alone.
+  void SendResult(const PsTag& t, const PacketBytes& bytes, int only_member) {
+    const auto& members = t.tag->members;
+    if (!options_.unicast_results) {
+      (void)socket_->Send(members.front().address, options_.socket.port, bytes);
+      return;
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      if (only_member >= 0 && static_cast<int>(m) != only_member) continue;
+      (void)socket_->Send(members[m].address, options_.socket.port, bytes);
+    }
+  }
+
+  void Resend(PsTag& t, uint32_t chunk, int raw_member) {
+    auto kept = t.kept.find(chunk);
+    if (kept == t.kept.end()) {
+      ++report_.counters.results_forgotten;
+      return;
+    }
+    SendResult(t, kept->second, raw_member);
+    ++report_.counters.results_resent;
+  }
+
+  const JobConfig& config_;
+  const PsOptions& options_;
+  std::vector<PsTag> tags_;
+  std::unordered_map<uint32_t, size_t> tag_index_;
+  std::vector<IterationProgress> progress_;
+  int64_t next_emit_ = 0;
+  std::unique_ptr<UdpSocket> socket_;
+  PsReport report_;
+};
+
+}  // namespace
+
+absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options) {
+  Ps ps(config, options);
+  if (absl::Status s = ps.Prepare(); !s.ok()) return s;
+  absl::Status s = RunDataPlane(options.netns_fd, [&] { return ps.Run(); });
+  if (!s.ok()) return s;
+  return ps.report();
+}
+
+nlohmann::json PsReportJson(const PsReport& r) {
+  nlohmann::json j = {
+      {"role", "ps"}, {"job_id", r.job_id}, {"ps", r.ps}, {"workers", r.workers}, {"tags", r.tags}};
+  AddSummaryJson(r.iterations, r.workers, &j);
+  j["size_bytes"] = r.size_bytes;
+  j["iterations_done"] = r.iterations_done;
+  j["complete"] = r.complete;
+  const PsCounters& c = r.counters;
+  j["packets"] = {{"received", c.received},
+                  {"raw", c.raw},
+                  {"aggregate", c.aggregate},
+                  {"fallback", c.fallback},
+                  {"retransmit", c.retransmit},
+                  {"duplicate", c.duplicate},
+                  {"violation", c.violation},
+                  {"count_mismatch", c.count_mismatch},
+                  {"unknown_source", c.unknown_source},
+                  {"unknown_tag", c.unknown_tag},
+                  {"out_of_range", c.out_of_range},
+                  {"malformed", c.malformed},
+                  {"ignored", c.ignored},
+                  {"results_sent", c.results_sent},
+                  {"results_resent", c.results_resent},
+                  {"results_forgotten", c.results_forgotten},
+                  {"send_errors", c.send_errors},
+                  {"dropped_by_test_hook", c.dropped_by_hook}};
+  j["contributions"] = {{"total", c.contributions}, {"in_network", c.in_network}};
+  j["violations"] = r.violations;
+  return j;
+}
+
+}  // namespace inac::agent

@@ -1,0 +1,101 @@
+// The parameter-server agent (`inac ps`): completes the sums of the tags whose PS it is and sends
+// the results back, by the data-plane contract (docs/ina-pipeline.md, "Data plane (contract
+// v2)"; docs/agents.md, "PS accounting").
+//
+// Contract:
+//  - Listens on socket.bind_address:socket.port (0.0.0.0:48864). Accumulates, per (tag, chunk),
+//    the data of every member exactly once. Whose data a packet carries: source == a member's
+//    address: that member (raw, not aggregated in the network); source == an aggregator's
+//    address: the members behind the set bits of `bitmap` over that aggregator's `inputs` (an
+//    input that is itself an aggregator expands to its own inputs, recursively). Packets from
+//    anyone else, for other tags, beyond the run's chunks, of the wrong length, with bits
+//    beyond the inputs or naming unknown inputs are counted and dropped.
+//  - A packet whose members are all counted for the chunk already is a duplicate (dropped); one
+//    that overlaps them partly is a contract violation (counted, reported through `log`,
+//    dropped).
+//  - When every member is counted: the RESULT (flags RESULT, the same tag, chunk and slot, count
+//    = members, bitmap 0, lanes = the sum modulo 2^32) goes to the first member's address (the
+//    switches replicate it to every member and readdress it) or, with unicast_results (no
+//    switch on the path), to every member. The last results of each tag are kept (at least 4
+//    windows) and a RETRANSMIT for a complete chunk is answered with its RESULT again.
+//  - Runs until every tag has completed `iterations` iterations (chunk numbers iteration *
+//    chunks + k, agent/layout.h), then keeps answering retransmissions until no packet of its
+//    tags arrived for linger_ms (at most 10 x linger_ms); or until duration_ms (if > 0) or
+//    *stop. OK in all these cases; the report says how many iterations every tag completed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "agent/job_config.h"
+#include "agent/report.h"
+#include "agent/udp_socket.h"
+
+namespace inac::agent {
+
+struct PsCounters {
+  int64_t received = 0;
+  int64_t raw = 0;         // from a member directly
+  int64_t aggregate = 0;   // AGGREGATE from an aggregator
+  int64_t fallback = 0;    // FALLBACK (unaggregated, partial, evicted) from an aggregator
+  int64_t retransmit = 0;  // packets carrying RETRANSMIT (any kind)
+  int64_t duplicate = 0;
+  int64_t violation = 0;       // partial overlaps, bad bitmaps
+  int64_t count_mismatch = 0;  // `count` differs from the members the bitmap names (accepted)
+  int64_t unknown_source = 0;
+  int64_t unknown_tag = 0;
+  int64_t out_of_range = 0;  // chunk beyond iterations x chunks of the tag
+  int64_t malformed = 0;
+  int64_t ignored = 0;  // RESULT packets
+  int64_t results_sent = 0;
+  int64_t results_resent = 0;
+  int64_t results_forgotten = 0;  // RETRANSMIT of a complete chunk whose result is no longer kept
+  int64_t contributions = 0;      // (member, chunk) pairs counted
+  int64_t in_network = 0;         // ... that arrived in a packet carrying >= 2 members
+  int64_t send_errors = 0;
+  int64_t dropped_by_hook = 0;
+};
+
+struct PsOptions {
+  std::string ps;          // this host's id (the `ps` of its tags)
+  int64_t lanes = 262144;  // gradient size in int32 lanes (the workers' --size / 4)
+  int64_t iterations = 1;
+  int64_t duration_ms = 0;  // 0: no limit
+  int64_t linger_ms = 1000;
+  bool unicast_results = false;
+  uint32_t window = 0;  // the workers' --window, if any (sizes the kept results)
+  SocketOptions socket;
+  int netns_fd = -1;
+  const std::atomic<bool>* stop = nullptr;
+  std::function<void(const IterationStats&)> on_iteration;
+  std::function<void(const std::string&)> log;  // one line per contract violation (first 100)
+  // Observers called on the data-plane thread: once the socket is bound, and after each datagram
+  // is handled (tests use them to pace hand-made packets).
+  std::function<void()> on_ready;
+  std::function<void(const PsCounters&)> on_packet;
+};
+
+struct PsReport {
+  std::string ps;
+  int64_t job_id = 0;
+  int workers = 0;  // distinct members of its tags
+  int tags = 0;
+  int64_t size_bytes = 0;  // bytes of the gradient its tags cover
+  int64_t iterations_done = 0;
+  bool complete = false;  // all iterations done
+  std::vector<IterationStats> iterations;
+  PsCounters counters;
+  std::vector<std::string> violations;  // the first 100, as logged
+};
+
+absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options);
+
+nlohmann::json PsReportJson(const PsReport& report);
+
+}  // namespace inac::agent

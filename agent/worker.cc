@@ -1,0 +1,345 @@
+#include "agent/worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "agent/gradient.h"
+#include "agent/layout.h"
+#include "agent/packet.h"
+#include "core/topology.h"
+
+namespace inac::agent {
+namespace {
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One tag this worker is a member of.
+struct TagRun {
+  const JobConfig::Tag* tag = nullptr;
+  TagSpan span;
+  uint32_t window = kDefaultWindow;
+  enum class SlotMode { kZero, kWindow, kBeyond } slot_mode = SlotMode::kZero;
+  uint32_t slot_offset = 0;
+  uint32_t slot_count = 0;
+  // Per iteration.
+  int64_t base = 0;  // lowest chunk without result
+  int64_t next = 0;  // next chunk to send for the first time
+  int64_t remaining = 0;
+  std::vector<uint8_t> done;
+  std::vector<int64_t> deadline_us;
+  std::vector<int64_t> timeout_us;
+
+  uint32_t Slot(uint32_t chunk) const {
+    switch (slot_mode) {
+      case SlotMode::kWindow:
+        return static_cast<uint32_t>((static_cast<uint64_t>(slot_offset) + chunk % window) %
+                                     slot_count);
+      case SlotMode::kBeyond:
+        return slot_count;
+      case SlotMode::kZero:
+        break;
+    }
+    return 0;
+  }
+};
+
+struct Timer {
+  int64_t at_us;
+  size_t tag;
+  int64_t k;
+  bool operator>(const Timer& o) const { return at_us > o.at_us; }
+};
+
+class Worker {
+ public:
+  Worker(const JobConfig& config, const WorkerOptions& options)
+      : config_(config), options_(options) {}
+
+  absl::Status Prepare() {
+    if (options_.worker.empty()) return absl::InvalidArgumentError("--worker: required");
+    if (options_.iterations < 1) return absl::InvalidArgumentError("--iterations: must be >= 1");
+    if (options_.timeout_ms < 1 || options_.max_timeout_ms < options_.timeout_ms) {
+      return absl::InvalidArgumentError(
+          "--timeout-ms: must be >= 1 and at most the maximum timeout");
+    }
+    lanes_ =
+        options_.input != nullptr ? static_cast<int64_t>(options_.input->size()) : options_.lanes;
+    if (lanes_ < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
+    if (options_.check && options_.input != nullptr) {
+      return absl::InvalidArgumentError(
+          "--check: needs the synthetic gradient (other members' files are unknown here)");
+    }
+    auto layout = ComputeLayout(config_, lanes_);
+    if (!layout.ok()) return layout.status();
+    layout_ = std::move(*layout);
+    if (static_cast<double>(options_.iterations) * static_cast<double>(layout_.chunks) >=
+        4294967296.0) {
+      return absl::InvalidArgumentError(
+          "--iterations x chunks: chunk numbers would not fit the header's 32 bits");
+    }
+    std::set<std::string> everyone;
+    for (size_t i = 0; i < config_.tags.size(); ++i) {
+      const JobConfig::Tag& t = config_.tags[i];
+      for (const auto& m : t.members) everyone.insert(m.worker);
+      const int me = t.MemberIndex(options_.worker);
+      if (me < 0) continue;
+      TagRun run;
+      run.tag = &t;
+      run.span = layout_.tags[i];
+      const JobConfig::Aggregator* agg = t.FindAggregator(t.members[me].aggregation_node);
+      uint32_t grant = 0;
+      if (agg != nullptr) {
+        grant = agg->window;
+        run.slot_offset = agg->slot_offset;
+        run.slot_count = agg->aggregator_count;
+        run.slot_mode = (agg->aggregator_count > 0 && (agg->window > 0 || options_.window > 0))
+                            ? TagRun::SlotMode::kWindow
+                            : TagRun::SlotMode::kBeyond;
+      }
+      run.window = options_.window > 0 ? options_.window : (grant > 0 ? grant : kDefaultWindow);
+      tag_index_[t.tag] = runs_.size();
+      runs_.push_back(std::move(run));
+    }
+    if (runs_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker ", options_.worker, " is not a member of any tag of job ", config_.job_id));
+    }
+    report_.worker = options_.worker;
+    report_.job_id = config_.job_id;
+    report_.workers = static_cast<int>(everyone.size());
+    report_.tags = static_cast<int>(runs_.size());
+    report_.size_bytes = lanes_ * 4;
+    return absl::OkStatus();
+  }
+
+  absl::Status Run() {
+    auto socket = UdpSocket::Open(options_.socket);
+    if (!socket.ok()) return socket.status();
+    socket_ = std::move(*socket);
+    gradient_.assign(static_cast<size_t>(lanes_), 0);
+    result_.assign(static_cast<size_t>(lanes_), 0);
+    absl::Status status;
+    for (int64_t it = 0; it < options_.iterations && status.ok(); ++it) {
+      status = RunIteration(it);
+    }
+    report_.packets_sent = static_cast<int64_t>(socket_->sent());
+    report_.send_errors = static_cast<int64_t>(socket_->send_errors());
+    report_.dropped_by_hook = static_cast<int64_t>(socket_->dropped());
+    if (options_.result != nullptr) *options_.result = result_;
+    return status;
+  }
+
+  const WorkerReport& report() const { return report_; }
+
+ private:
+  absl::Status RunIteration(int64_t it) {
+    if (options_.input != nullptr) {
+      gradient_ = *options_.input;
+    } else {
+      FillSynthetic(options_.seed, options_.worker, it, 0, gradient_);
+    }
+    std::fill(result_.begin(), result_.end(), 0);
+    int64_t remaining = 0;
+    for (TagRun& r : runs_) {
+      const size_t n = static_cast<size_t>(r.span.chunks);
+      r.base = 0;
+      r.next = 0;
+      r.remaining = r.span.chunks;
+      r.done.assign(n, 0);
+      r.deadline_us.assign(n, 0);
+      r.timeout_us.assign(n, options_.timeout_ms * 1000);
+      remaining += r.span.chunks;
+    }
+    timers_ = {};
+    const int64_t retrans_before = report_.retransmissions;
+    const int64_t start = NowUs();
+    int64_t last_progress = start;
+    while (remaining > 0) {
+      if (options_.stop != nullptr && options_.stop->load()) {
+        return absl::CancelledError("stopped");
+      }
+      for (size_t i = 0; i < runs_.size(); ++i) {
+        TagRun& r = runs_[i];
+        while (r.next < r.span.chunks && r.next < r.base + r.window) {
+          Send(i, it, r.next, /*retransmit=*/false);
+          ++r.next;
+        }
+      }
+      int64_t now = NowUs();
+      int64_t wait = 100000;
+      if (!timers_.empty()) wait = std::clamp<int64_t>(timers_.top().at_us - now, 0, wait);
+      if (socket_->Wait(wait)) {
+        Datagram d;
+        while (socket_->TryReceive(&d)) {
+          if (OnDatagram(d, it)) {
+            --remaining;
+            last_progress = NowUs();
+          }
+        }
+      }
+      now = NowUs();
+      while (!timers_.empty() && timers_.top().at_us <= now) {
+        Timer t = timers_.top();
+        timers_.pop();
+        TagRun& r = runs_[t.tag];
+        const size_t k = static_cast<size_t>(t.k);
+        if (r.done[k] || r.deadline_us[k] != t.at_us) continue;  // answered or re-armed
+        r.timeout_us[k] = std::min(r.timeout_us[k] * 2, options_.max_timeout_ms * 1000);
+        Send(t.tag, it, t.k, /*retransmit=*/true);
+      }
+      if (now - last_progress > options_.give_up_ms * 1000) {
+        std::string where;
+        for (const TagRun& r : runs_) {
+          if (r.remaining > 0) {
+            where =
+                absl::StrCat("tag ", r.span.tag, " waits for chunk ", it * r.span.chunks + r.base,
+                             " (", r.remaining, " of ", r.span.chunks, " missing) from PS ",
+                             r.tag->ps, " at ", core::FormatIpv4(r.tag->ps_address));
+            break;
+          }
+        }
+        return absl::DeadlineExceededError(absl::StrCat("iteration ", it, ": no result for ",
+                                                        options_.give_up_ms, " ms; ", where));
+      }
+    }
+    IterationStats s;
+    s.iteration = it;
+    s.size_bytes = report_.size_bytes;
+    s.time_ms = static_cast<double>(NowUs() - start) / 1000.0;
+    s.retransmissions = report_.retransmissions - retrans_before;
+    if (options_.check) {
+      if (absl::Status c = Check(it); !c.ok()) return c;
+      report_.checked = true;
+    }
+    report_.iterations.push_back(s);
+    if (options_.on_iteration) options_.on_iteration(s);
+    return absl::OkStatus();
+  }
+
+  void Send(size_t tag, int64_t it, int64_t k, bool retransmit) {
+    TagRun& r = runs_[tag];
+    InaPacket p;
+    p.tag = r.span.tag;
+    p.chunk = static_cast<uint32_t>(it * r.span.chunks + k);
+    p.slot = r.Slot(p.chunk);
+    p.flags = retransmit ? kFlagRetransmit : 0;
+    p.count = 1;
+    p.bitmap = 0;
+    const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
+    std::copy(gradient_.begin() + b, gradient_.begin() + e, p.lanes.begin());
+    const PacketBytes bytes = EncodePacket(p);
+    (void)socket_->Send(r.tag->ps_address, options_.socket.port, bytes);
+    if (retransmit) ++report_.retransmissions;
+    const int64_t at = NowUs() + r.timeout_us[static_cast<size_t>(k)];
+    r.deadline_us[static_cast<size_t>(k)] = at;
+    timers_.push(Timer{at, tag, k});
+  }
+
+  // True when `d` is a new result of iteration `it`.
+  bool OnDatagram(const Datagram& d, int64_t it) {
+    auto packet = DecodePacket(d.payload());
+    if (!packet.ok() || (packet->flags & kFlagResult) == 0) {
+      ++report_.ignored;
+      return false;
+    }
+    auto found = tag_index_.find(packet->tag);
+    if (found == tag_index_.end()) {
+      ++report_.ignored;
+      return false;
+    }
+    TagRun& r = runs_[found->second];
+    const int64_t first = it * r.span.chunks;
+    const int64_t k = static_cast<int64_t>(packet->chunk) - first;
+    if (k < 0 || k >= r.span.chunks || r.done[static_cast<size_t>(k)]) {
+      ++report_.duplicate_results;
+      return false;
+    }
+    r.done[static_cast<size_t>(k)] = 1;
+    --r.remaining;
+    ++report_.results;
+    const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
+    std::copy(packet->lanes.begin(), packet->lanes.begin() + (e - b), result_.begin() + b);
+    while (r.base < r.span.chunks && r.done[static_cast<size_t>(r.base)]) ++r.base;
+    return true;
+  }
+
+  absl::Status Check(int64_t it) {
+    std::vector<int32_t> want, part;
+    for (const TagRun& r : runs_) {
+      if (r.span.lanes == 0) continue;
+      want.assign(static_cast<size_t>(r.span.lanes), 0);
+      part.resize(want.size());
+      for (const auto& m : r.tag->members) {
+        FillSynthetic(options_.seed, m.worker, it, r.span.first_lane, part);
+        for (size_t i = 0; i < want.size(); ++i) {
+          want[i] =
+              static_cast<int32_t>(static_cast<uint32_t>(want[i]) + static_cast<uint32_t>(part[i]));
+        }
+      }
+      for (size_t i = 0; i < want.size(); ++i) {
+        const int32_t got = result_[static_cast<size_t>(r.span.first_lane) + i];
+        if (got != want[i]) {
+          const int64_t k = static_cast<int64_t>(i) / kLanes;
+          return absl::DataLossError(
+              absl::StrCat("check failed: iteration ", it, ", tag ", r.span.tag, ", chunk ",
+                           it * r.span.chunks + k, ", lane ", static_cast<int64_t>(i) % kLanes,
+                           " (gradient lane ", r.span.first_lane + static_cast<int64_t>(i),
+                           "): got ", got, ", want ", want[i]));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const JobConfig& config_;
+  const WorkerOptions& options_;
+  int64_t lanes_ = 0;
+  Layout layout_;
+  std::vector<TagRun> runs_;
+  std::unordered_map<uint32_t, size_t> tag_index_;
+  std::unique_ptr<UdpSocket> socket_;
+  std::vector<int32_t> gradient_;
+  std::vector<int32_t> result_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  WorkerReport report_;
+};
+
+}  // namespace
+
+absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOptions& options) {
+  Worker worker(config, options);
+  if (absl::Status s = worker.Prepare(); !s.ok()) return s;
+  absl::Status s = RunDataPlane(options.netns_fd, [&] { return worker.Run(); });
+  if (!s.ok()) return s;
+  return worker.report();
+}
+
+nlohmann::json WorkerReportJson(const WorkerReport& r) {
+  nlohmann::json j = {{"role", "worker"},
+                      {"job_id", r.job_id},
+                      {"worker", r.worker},
+                      {"workers", r.workers},
+                      {"tags", r.tags}};
+  AddSummaryJson(r.iterations, r.workers, &j);
+  j["size_bytes"] = r.size_bytes;
+  j["packets"] = {{"sent", r.packets_sent},
+                  {"retransmitted", r.retransmissions},
+                  {"results", r.results},
+                  {"duplicate_results", r.duplicate_results},
+                  {"ignored", r.ignored},
+                  {"send_errors", r.send_errors},
+                  {"dropped_by_test_hook", r.dropped_by_hook}};
+  j["check"] = r.checked ? "ok" : "skipped";
+  return j;
+}
+
+}  // namespace inac::agent

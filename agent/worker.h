@@ -1,0 +1,85 @@
+// The worker agent (`inac worker`): all-reduces a gradient through the job's PSs and switches by
+// the data-plane contract (docs/ina-pipeline.md, "Data plane (contract v2)"; docs/agents.md).
+//
+// Contract:
+//  - For every tag the worker is a member of, each chunk k of the tag (agent/layout.h) goes as a
+//    raw packet (flags 0, count 1, bitmap 0) to the tag's ps_address, destination port
+//    socket.port (48864), from the socket bound to socket.bind_address:socket.port. Its number
+//    on the wire is iteration * chunks + k.
+//  - Slot: when the worker's aggregation node is one of the tag's aggregators with a region and a
+//    grant (aggregator_count > 0, window > 0, or an explicit `window`), slot = (slot_offset +
+//    chunk mod W) mod aggregator_count; with a region but no grant, slot = aggregator_count
+//    (beyond the region: the switch falls back at once, never touching another tag's
+//    aggregators); not aggregated: slot 0.
+//  - Window W per tag: `window` when non-zero (a test forces contention by exceeding the grant),
+//    else the grant, else kDefaultWindow. Chunk c + W is sent only once the result of chunk c has
+//    arrived (a sliding window over the lowest chunk without result), so a slot is reused only
+//    after the result of the chunk that used it.
+//  - Retransmission: a chunk without result after timeout_ms is sent again with RETRANSMIT, the
+//    timeout doubling per copy up to max_timeout_ms. Results (RESULT) are matched by (tag,
+//    chunk); duplicates and results of other iterations are ignored.
+//  - Iterations run one after the other (all tags of iteration i finish before i + 1 starts).
+//  - The gradient of iteration i is `input` when given, else SyntheticLane(seed, worker, i, lane).
+//    `check` compares every result lane with the sum of the tag's members' synthetic gradients
+//    and fails with DataLoss naming the first mismatch (iteration, tag, chunk, lane, got, want).
+//  - Failures: InvalidArgument (not a member, bad options), FailedPrecondition (layout),
+//    Unavailable (bind), DeadlineExceeded (no new result for give_up_ms), Cancelled (*stop).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "agent/job_config.h"
+#include "agent/report.h"
+#include "agent/udp_socket.h"
+
+namespace inac::agent {
+
+inline constexpr uint32_t kDefaultWindow = 64;
+
+struct WorkerOptions {
+  std::string worker;      // this host's id (a member of the tags)
+  int64_t lanes = 262144;  // gradient size in int32 lanes (1 MiB); ignored with `input`
+  int64_t iterations = 1;
+  uint64_t seed = 1;
+  const std::vector<int32_t>* input = nullptr;  // every iteration's gradient, instead of synthetic
+  uint32_t window = 0;                          // 0: the grant (or kDefaultWindow)
+  int64_t timeout_ms = 20;
+  int64_t max_timeout_ms = 1000;
+  int64_t give_up_ms = 30000;
+  bool check = false;
+  SocketOptions socket;
+  int netns_fd = -1;  // >= 0: the data-plane thread enters this network namespace
+  const std::atomic<bool>* stop = nullptr;
+  std::function<void(const IterationStats&)> on_iteration;  // called after each iteration
+  std::vector<int32_t>* result = nullptr;  // receives the last iteration's sums (0 elsewhere)
+};
+
+struct WorkerReport {
+  std::string worker;
+  int64_t job_id = 0;
+  int workers = 0;  // distinct members of the job's tags (n of busbw)
+  int tags = 0;     // tags this worker is a member of
+  int64_t size_bytes = 0;
+  std::vector<IterationStats> iterations;
+  int64_t packets_sent = 0;  // chunks and their copies
+  int64_t retransmissions = 0;
+  int64_t results = 0;
+  int64_t duplicate_results = 0;  // results already received, or of another iteration
+  int64_t ignored = 0;            // datagrams that are not results of this worker's tags
+  int64_t send_errors = 0;
+  int64_t dropped_by_hook = 0;
+  bool checked = false;
+};
+
+absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOptions& options);
+
+nlohmann::json WorkerReportJson(const WorkerReport& report);
+
+}  // namespace inac::agent

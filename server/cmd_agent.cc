@@ -1,0 +1,405 @@
+#include "server/cmd_agent.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/gradient.h"
+#include "agent/job_config.h"
+#include "agent/packet.h"
+#include "agent/ps.h"
+#include "agent/report.h"
+#include "agent/worker.h"
+#include "core/topology.h"
+#include "server/api_client.h"
+#include "server/cli.h"
+#include "server/cli_util.h"
+
+namespace inac::server {
+namespace {
+
+using Json = nlohmann::json;
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnStopSignal(int) { g_stop.store(true); }
+
+// SIGINT / SIGTERM end the run cleanly (the agent loops poll g_stop).
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+[[noreturn]] void Fail(int code, const std::string& message) {
+  std::cerr << "inac: " << message << "\n";
+  throw CLI::RuntimeError(code);
+}
+
+[[noreturn]] void Fail(const absl::Status& status) {
+  Fail(ExitCodeFor(status), std::string(status.message()));
+}
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? std::string(v) : std::string(fallback);
+}
+
+// What both verbs share.
+struct CommonArgs {
+  int64_t job = 0;
+  std::string server;
+  std::string token;
+  bool server_given = false;  // --server or $INAC_SERVER
+  std::string netns;
+  std::string config_file;
+  int64_t size_bytes = 1 << 20;
+  int64_t iterations = 1;
+  uint32_t window = 0;
+  bool json = false;
+  std::string bind = "0.0.0.0";
+  uint16_t port = agent::kInaUdpPort;
+  double drop_percent = 0;
+  CLI::Option* server_option = nullptr;
+  CLI::Option* size_option = nullptr;
+};
+
+void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
+  a->server = EnvOr("INAC_SERVER", "http://127.0.0.1:8080");
+  a->server_given = std::getenv("INAC_SERVER") != nullptr && *std::getenv("INAC_SERVER") != '\0';
+  a->token = EnvOr("INAC_TOKEN", "");
+  cmd->add_option("--job", a->job, "Job id")->required()->check(CLI::PositiveNumber);
+  a->server_option = cmd->add_option(
+      "--server", a->server, "Controller URL (default $INAC_SERVER or http://127.0.0.1:8080)");
+  cmd->add_option("--token", a->token, "Bearer token (default $INAC_TOKEN)");
+  cmd->add_option("--netns", a->netns,
+                  "Run the data-plane socket inside network namespace /var/run/netns/NAME (the "
+                  "REST calls stay in the caller's namespace)");
+  cmd->add_option("--config-file", a->config_file,
+                  "Read the job configuration (the JSON of GET /jobs/{id}/config) from a file");
+  a->size_option = cmd->add_option("--size", a->size_bytes,
+                                   "Gradient size in bytes, a multiple of 4 (suffixes K, M, G: "
+                                   "powers of 1024; worker and PS must agree)")
+                       ->transform(CLI::AsSizeValue(false))
+                       ->capture_default_str();
+  cmd->add_option("--iterations", a->iterations, "All-reduces to run")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--window", a->window,
+                  "Chunks in flight per tag (0: the grant, or 64 without one). A window larger "
+                  "than the grant forces aggregator contention (testing)");
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of the table");
+  cmd->add_option("--bind", a->bind, "IPv4 address of the data-plane socket")
+      ->capture_default_str();
+  cmd->add_option("--port", a->port,
+                  "UDP port of every agent (testing only: switches parse INA on 48864 alone)")
+      ->capture_default_str();
+  cmd->add_option("--drop-percent", a->drop_percent,
+                  "Testing: discard this percentage of sent packets (deterministic)")
+      ->check(CLI::Range(0.0, 100.0));
+}
+
+// Checks the shared options, loads the configuration; exit 2 / 1 on failure.
+agent::JobConfig LoadConfig(const CommonArgs& a, agent::SocketOptions* socket) {
+  std::optional<uint32_t> bind = core::ParseIpv4(a.bind);
+  if (!bind.has_value()) Fail(kExitBadInput, absl::StrCat("--bind: not an IPv4 address: ", a.bind));
+  if (a.size_bytes <= 0 || a.size_bytes % 4 != 0) {
+    Fail(kExitBadInput, "--size: must be a positive multiple of 4 bytes");
+  }
+  socket->bind_address = *bind;
+  socket->port = a.port;
+  socket->drop_percent = a.drop_percent;
+  socket->drop_seed = (static_cast<uint64_t>(*bind) << 16) ^ a.port ^ static_cast<uint64_t>(a.job);
+  Json json;
+  std::string source;
+  if (!a.config_file.empty()) {
+    auto text = ReadFile(a.config_file);
+    if (!text.ok()) Fail(kExitBadInput, std::string(text.status().message()));
+    auto config = agent::ParseJobConfig(*text);
+    if (!config.ok())
+      Fail(kExitBadInput, absl::StrCat(a.config_file, ": ", config.status().message()));
+    if (config->job_id != a.job) {
+      Fail(kExitBadInput,
+           absl::StrCat(a.config_file, ": job_id ", config->job_id, " is not --job ", a.job));
+    }
+    return std::move(*config);
+  }
+  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token});
+  if (!client.ok()) Fail(client.status());
+  auto reply = (*client)->Call("GET", absl::StrCat("/jobs/", a.job, "/config"));
+  if (!reply.ok()) Fail(reply.status());
+  auto config = agent::JobConfigFromJson(reply->body);
+  if (!config.ok()) {
+    Fail(kExitFailure, absl::StrCat("GET /jobs/", a.job, "/config: ", config.status().message()));
+  }
+  return std::move(*config);
+}
+
+// The netns fd (or -1); exit 2 when the namespace does not exist, 1 otherwise.
+int OpenNamespace(const CommonArgs& a) {
+  if (a.netns.empty()) return -1;
+  auto fd = agent::OpenNetns(a.netns);
+  if (!fd.ok()) {
+    const bool bad = fd.status().code() == absl::StatusCode::kNotFound ||
+                     fd.status().code() == absl::StatusCode::kInvalidArgument;
+    Fail(bad ? kExitBadInput : kExitFailure, std::string(fd.status().message()));
+  }
+  return *fd;
+}
+
+// Distinct members of the tags (all of them, or those of PS `ps`): n of busbw.
+int DistinctWorkers(const agent::JobConfig& config, const std::string& ps = "") {
+  std::set<std::string> names;
+  for (const auto& t : config.tags) {
+    if (!ps.empty() && t.ps != ps) continue;
+    for (const auto& m : t.members) names.insert(m.worker);
+  }
+  return static_cast<int>(names.size());
+}
+
+int ExitFor(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kNotFound:
+      return kExitBadInput;
+    default:
+      return kExitFailure;
+  }
+}
+
+struct WorkerArgs : CommonArgs {
+  std::string worker;
+  uint64_t seed = 1;
+  std::string input;
+  bool is_float = false;
+  int scale_bits = 16;
+  std::string output;
+  int64_t timeout_ms = 20;
+  int64_t max_timeout_ms = 1000;
+  int64_t give_up_ms = 30000;
+  bool check = false;
+};
+
+void RunWorkerVerb(const WorkerArgs& a) {
+  agent::WorkerOptions o;
+  agent::JobConfig config = LoadConfig(a, &o.socket);
+  agent::FileFormat format{a.is_float, a.scale_bits};
+  std::vector<int32_t> input;
+  if (!a.input.empty()) {
+    if (a.size_option->count() > 0) Fail(kExitBadInput, "--size and --input: choose one");
+    auto file = agent::ReadGradientFile(a.input, format);
+    if (!file.ok()) Fail(kExitBadInput, std::string(file.status().message()));
+    if (file->saturated > 0) {
+      std::cerr << "inac: warning: " << file->saturated << " values of " << a.input
+                << " saturated the int32 range at --scale-bits " << a.scale_bits << "\n";
+    }
+    input = std::move(file->lanes);
+    o.input = &input;
+  } else if (a.is_float) {
+    Fail(kExitBadInput, "--float: needs --input");
+  }
+  o.worker = a.worker;
+  o.lanes = a.size_bytes / 4;
+  o.iterations = a.iterations;
+  o.seed = a.seed;
+  o.window = a.window;
+  o.timeout_ms = a.timeout_ms;
+  o.max_timeout_ms = std::max(a.max_timeout_ms, a.timeout_ms);
+  o.give_up_ms = a.give_up_ms;
+  o.check = a.check;
+  o.stop = &g_stop;
+  std::vector<int32_t> result;
+  if (!a.output.empty()) o.result = &result;
+  bool header = false;
+  const int netns = OpenNamespace(a);
+  const int workers = DistinctWorkers(config);
+  if (!a.json) {
+    o.on_iteration = [&](const agent::IterationStats& s) {
+      if (!header) {
+        std::cout << "# inac worker: job " << config.job_id << " (plan " << config.plan_version
+                  << "), worker " << a.worker << ", " << s.size_bytes << " bytes, " << a.iterations
+                  << " iterations\n"
+                  << agent::TableHeader() << "\n";
+        header = true;
+      }
+      std::cout << agent::TableLine(s, workers) << std::endl;
+    };
+  }
+  o.netns_fd = netns;
+  InstallStopHandlers();
+  auto report = agent::RunWorker(config, o);
+  if (netns >= 0) ::close(netns);
+  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  if (a.json) {
+    std::cout << agent::WorkerReportJson(*report).dump() << "\n";
+  } else {
+    std::cout << agent::SummaryLine(report->iterations, report->workers) << "\n"
+              << "# workers: " << report->workers << "  tags: " << report->tags
+              << "  packets sent: " << report->packets_sent
+              << "  retransmitted: " << report->retransmissions
+              << "  duplicate results: " << report->duplicate_results
+              << "  check: " << (report->checked ? "ok" : "skipped") << std::endl;
+  }
+  if (!a.output.empty()) {
+    if (absl::Status s = agent::WriteGradientFile(a.output, result, format); !s.ok()) {
+      Fail(kExitFailure, std::string(s.message()));
+    }
+  }
+}
+
+struct PsArgs : CommonArgs {
+  std::string ps;
+  double duration_s = 0;
+  int64_t linger_ms = 1000;
+  bool no_progress = false;
+  bool unicast_results = false;
+};
+
+// POST /jobs/{id}/progress; a job that is no longer running (another PS completed it, or it was
+// cancelled) is a warning, not a failure.
+void ReportProgress(const PsArgs& a, int64_t iterations_done) {
+  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token});
+  if (!client.ok()) Fail(client.status());
+  auto reply = (*client)->Call("POST", absl::StrCat("/jobs/", a.job, "/progress"),
+                               Json{{"iterations_done", iterations_done}});
+  if (reply.ok()) return;
+  if (reply.status().code() == absl::StatusCode::kFailedPrecondition ||
+      reply.status().code() == absl::StatusCode::kInvalidArgument) {
+    std::cerr << "inac: warning: progress not recorded: " << reply.status().message() << "\n";
+    return;
+  }
+  Fail(kExitFailure, absl::StrCat("POST /jobs/", a.job, "/progress: ", reply.status().message()));
+}
+
+void RunPsVerb(const PsArgs& a) {
+  agent::PsOptions o;
+  agent::JobConfig config = LoadConfig(a, &o.socket);
+  o.ps = a.ps;
+  o.lanes = a.size_bytes / 4;
+  o.iterations = a.iterations;
+  o.duration_ms = static_cast<int64_t>(a.duration_s * 1000);
+  o.linger_ms = a.linger_ms;
+  o.unicast_results = a.unicast_results;
+  o.window = a.window;
+  o.stop = &g_stop;
+  const int workers = DistinctWorkers(config, a.ps);
+  bool header = false;
+  if (!a.json) {
+    // Printed once the socket is bound: the PS is ready for the workers.
+    o.on_ready = [&] {
+      std::cout << "# inac ps: job " << config.job_id << " (plan " << config.plan_version
+                << "), ps " << a.ps << ", gradient " << a.size_bytes << " bytes, " << a.iterations
+                << " iterations, results " << (a.unicast_results ? "unicast" : "to the switches")
+                << std::endl;
+    };
+    o.on_iteration = [&](const agent::IterationStats& s) {
+      if (!header) {
+        std::cout << agent::TableHeader() << "\n";
+        header = true;
+      }
+      std::cout << agent::TableLine(s, workers) << std::endl;
+    };
+  }
+  const int64_t job = a.job;
+  const std::string ps = a.ps;
+  o.log = [job, ps](const std::string& line) {
+    std::cerr << "level=warn event=ina_contract_violation job=" << job << " ps=" << ps
+              << " detail=\"" << line << "\"" << std::endl;
+  };
+  const int netns = OpenNamespace(a);
+  o.netns_fd = netns;
+  InstallStopHandlers();
+  auto report = agent::RunPs(config, o);
+  if (netns >= 0) ::close(netns);
+  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  const agent::PsCounters& c = report->counters;
+  if (a.json) {
+    std::cout << agent::PsReportJson(*report).dump() << "\n";
+  } else {
+    std::cout << agent::SummaryLine(report->iterations, report->workers) << "\n"
+              << "# packets: received " << c.received << "  raw " << c.raw << "  aggregate "
+              << c.aggregate << "  fallback " << c.fallback << "  retransmit " << c.retransmit
+              << "  duplicate " << c.duplicate << "  violation " << c.violation << "  unknown "
+              << c.unknown_source + c.unknown_tag + c.out_of_range + c.malformed
+              << "  results sent " << c.results_sent << " (+" << c.results_resent << " resent)"
+              << "\n"
+              << "# contributions: " << c.contributions << "  in the network: " << c.in_network
+              << "  iterations done: " << report->iterations_done << "/" << a.iterations
+              << std::endl;
+  }
+  const bool report_progress =
+      !a.no_progress && report->iterations_done > 0 &&
+      (a.config_file.empty() || a.server_given || a.server_option->count() > 0);
+  if (report_progress) ReportProgress(a, report->iterations_done);
+  if (!report->complete && g_stop.load()) Fail(kExitFailure, "interrupted");
+  if (!report->complete) {
+    std::cerr << "inac: warning: --duration ended the run after " << report->iterations_done
+              << " of " << a.iterations << " iterations\n";
+  }
+}
+
+}  // namespace
+
+void AddAgentCommands(CLI::App& app) {
+  {
+    auto a = std::make_shared<WorkerArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "worker", "Host agent: all-reduce a gradient through the job's switches and PSs");
+    cmd->add_option("--worker", a->worker, "This host's id (a worker of the job)")->required();
+    AddCommonOptions(cmd, a.get());
+    cmd->add_option("--seed", a->seed, "Seed of the synthetic gradient")->capture_default_str();
+    cmd->add_option("--input", a->input,
+                    "Gradient file: raw little-endian int32 (float32 with --float)");
+    cmd->add_flag("--float", a->is_float,
+                  "--input holds float32: fixed point by 2^--scale-bits, rounded to nearest");
+    cmd->add_option("--scale-bits", a->scale_bits, "Fixed-point scale of --float")
+        ->check(CLI::Range(0, 30))
+        ->capture_default_str();
+    cmd->add_option("--output", a->output,
+                    "Write the last iteration's sum (int32, or float32 with --float)");
+    cmd->add_option("--timeout-ms", a->timeout_ms, "First retransmission timeout per chunk")
+        ->check(CLI::Range(int64_t{1}, int64_t{60000}))
+        ->capture_default_str();
+    cmd->add_option("--max-timeout-ms", a->max_timeout_ms, "Largest retransmission timeout")
+        ->check(CLI::Range(int64_t{1}, int64_t{600000}))
+        ->capture_default_str();
+    cmd->add_option("--give-up-ms", a->give_up_ms, "Fail when no result arrives for this long")
+        ->check(CLI::Range(int64_t{1}, int64_t{86400000}))
+        ->capture_default_str();
+    cmd->add_flag("--check", a->check,
+                  "Verify every result lane against the members' synthetic gradients");
+    cmd->callback([a] { RunWorkerVerb(*a); });
+  }
+  {
+    auto a = std::make_shared<PsArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "ps", "Host agent: the parameter server of a job's tags (completes sums, sends results)");
+    cmd->add_option("--ps", a->ps, "This host's id (a PS of the job)")->required();
+    AddCommonOptions(cmd, a.get());
+    cmd->add_option("--duration", a->duration_s, "Stop after this many seconds (0: no limit)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd->add_option("--linger-ms", a->linger_ms,
+                    "After the last iteration, answer retransmissions until quiet this long")
+        ->check(CLI::Range(int64_t{0}, int64_t{600000}))
+        ->capture_default_str();
+    cmd->add_flag("--no-progress", a->no_progress, "Do not POST /jobs/{id}/progress at the end");
+    cmd->add_flag("--unicast-results", a->unicast_results,
+                  "Send each result to every member (no switch replicates it)");
+    cmd->callback([a] { RunPsVerb(*a); });
+  }
+}
+
+}  // namespace inac::server

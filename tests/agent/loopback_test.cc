@@ -1,0 +1,300 @@
+// A PS and workers over loopback, no switch: each agent binds its own 127.77.b.x address with
+// one UDP port picked per test; the workers' aggregation node is the PS, so their raw chunks go
+// straight to it and it unicasts every result to every member (--unicast-results). The sums are
+// checked exactly (WorkerOptions::check), also with a deterministic loss of sent packets. A
+// scripted PS checks the worker's side of the contract: slots, windows, retransmissions.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "agent/gradient.h"
+#include "agent/layout.h"
+#include "agent/packet.h"
+#include "agent/ps.h"
+#include "agent/udp_socket.h"
+#include "agent/worker.h"
+#include "agent_fixtures.h"
+
+namespace inac::agent {
+namespace {
+
+using testing::DirectTag;
+using testing::Loopback;
+using testing::PickUdpPort;
+
+struct AgentRun {
+  std::vector<absl::StatusOr<PsReport>> ps;
+  std::vector<absl::StatusOr<WorkerReport>> workers;
+  std::vector<std::vector<int32_t>> results;
+};
+
+// Runs one PS agent per distinct PS of `config` (bound to its ps_address) and one worker agent
+// per member, all on `port`, until they finish.
+AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t iterations,
+                double drop_percent, uint32_t window = 0) {
+  std::map<std::string, uint32_t> pss;
+  std::map<std::string, uint32_t> workers;
+  for (const auto& t : config.tags) {
+    pss[t.ps] = t.ps_address;
+    for (const auto& m : t.members) workers[m.worker] = m.address;
+  }
+  AgentRun run;
+  run.ps.resize(pss.size(), absl::UnknownError("not run"));
+  run.workers.resize(workers.size(), absl::UnknownError("not run"));
+  run.results.resize(workers.size());
+  std::vector<PsOptions> ps_options(pss.size());
+  std::vector<WorkerOptions> worker_options(workers.size());
+  std::vector<std::thread> threads;
+  size_t i = 0;
+  for (const auto& [name, address] : pss) {
+    PsOptions& o = ps_options[i];
+    o.ps = name;
+    o.lanes = lanes;
+    o.iterations = iterations;
+    o.duration_ms = 90000;  // a bound, never reached when all goes well
+    o.linger_ms = 300;
+    o.unicast_results = true;
+    o.window = window;
+    o.socket = SocketOptions{address, port, drop_percent, address};
+    threads.emplace_back([&, i] { run.ps[i] = RunPs(config, ps_options[i]); });
+    ++i;
+  }
+  i = 0;
+  for (const auto& [name, address] : workers) {
+    WorkerOptions& o = worker_options[i];
+    o.worker = name;
+    o.lanes = lanes;
+    o.iterations = iterations;
+    o.seed = 42;
+    o.window = window;
+    o.check = true;
+    o.timeout_ms = 5;
+    o.max_timeout_ms = 200;
+    o.give_up_ms = 30000;
+    o.socket = SocketOptions{address, port, drop_percent, address};
+    o.result = &run.results[i];
+    threads.emplace_back([&, i] { run.workers[i] = RunWorker(config, worker_options[i]); });
+    ++i;
+  }
+  for (std::thread& t : threads) t.join();
+  return run;
+}
+
+JobConfig OnePsThreeWorkers(int b) {
+  JobConfig c;
+  c.job_id = 5;
+  c.tags = {DirectTag(320, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1", "w2", "w3"},
+                      {Loopback(77, b, 2), Loopback(77, b, 3), Loopback(77, b, 4)})};
+  return c;
+}
+
+TEST(LoopbackTest, PsAndThreeWorkersSumExactly) {
+  const JobConfig c = OnePsThreeWorkers(1);
+  const int64_t lanes = 25000;  // 404 chunks, the last one 14 lanes
+  AgentRun run = RunAll(c, PickUdpPort(), lanes, 3, 0);
+  ASSERT_EQ(run.ps.size(), 1u);
+  ASSERT_TRUE(run.ps[0].ok()) << run.ps[0].status();
+  for (const auto& w : run.workers) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->checked);
+    EXPECT_EQ(w->iterations.size(), 3u);
+    EXPECT_EQ(w->results, 3 * 404);
+    EXPECT_EQ(w->workers, 3);
+  }
+  const PsReport& ps = *run.ps[0];
+  EXPECT_TRUE(ps.complete);
+  EXPECT_EQ(ps.iterations_done, 3);
+  EXPECT_EQ(ps.iterations.size(), 3u);
+  EXPECT_EQ(ps.counters.contributions, 3 * 3 * 404);
+  EXPECT_EQ(ps.counters.in_network, 0);  // no switch: every contribution came alone
+  EXPECT_EQ(ps.counters.violation, 0);
+  EXPECT_EQ(ps.counters.results_sent, 3 * 404);
+  EXPECT_EQ(ps.size_bytes, lanes * 4);
+  // Independent of --check: the last iteration's sum, lane by lane.
+  for (int64_t l = 0; l < lanes; l += 97) {
+    const int32_t want = SyntheticLane(42, "w1", 2, l) + SyntheticLane(42, "w2", 2, l) +
+                         SyntheticLane(42, "w3", 2, l);
+    for (const auto& r : run.results) ASSERT_EQ(r[static_cast<size_t>(l)], want) << l;
+  }
+}
+
+TEST(LoopbackTest, ExactUnderLossWithRetransmissions) {
+  const JobConfig c = OnePsThreeWorkers(2);
+  AgentRun run = RunAll(c, PickUdpPort(), 6200, 2, 5.0);
+  ASSERT_TRUE(run.ps[0].ok()) << run.ps[0].status();
+  int64_t retransmissions = 0, dropped = 0;
+  for (const auto& w : run.workers) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->checked);
+    retransmissions += w->retransmissions;
+    dropped += w->dropped_by_hook;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_GT(retransmissions, 0);
+  const PsReport& ps = *run.ps[0];
+  EXPECT_TRUE(ps.complete);
+  EXPECT_GT(ps.counters.retransmit, 0);
+  EXPECT_EQ(ps.counters.contributions, 3 * 2 * 100);  // each counted once despite copies
+  EXPECT_EQ(ps.counters.violation, 0);
+}
+
+TEST(LoopbackTest, TwoPssAndSplitRangesWithASmallWindow) {
+  const int b = 3;
+  const std::vector<std::string> names = {"w1", "w2", "w3"};
+  const std::vector<uint32_t> addresses = {Loopback(77, b, 2), Loopback(77, b, 3),
+                                           Loopback(77, b, 4)};
+  JobConfig c;
+  c.job_id = 6;
+  c.tags = {DirectTag(385, "psb", Loopback(77, b, 11), 0.7, 0.4, 1, names, addresses),
+            DirectTag(392, "psc", Loopback(77, b, 12), 0.3, 0, 1, names, addresses),
+            DirectTag(384, "psb", Loopback(77, b, 11), 0.7, 0, 0.4, names, addresses)};
+  AgentRun run = RunAll(c, PickUdpPort(), 10007, 2, 0, /*window=*/4);
+  ASSERT_EQ(run.ps.size(), 2u);
+  int64_t contributions = 0;
+  for (const auto& p : run.ps) {
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_TRUE(p->complete);
+    contributions += p->counters.contributions;
+  }
+  EXPECT_EQ(contributions, 3 * 2 * 162);  // ceil(10007 / 62) chunks, 3 workers, 2 iterations
+  for (const auto& w : run.workers) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->checked);
+    EXPECT_EQ(w->tags, 3);
+  }
+}
+
+// The test plays the PS: it receives one worker's packets and answers them by hand.
+class ScriptedPs {
+ public:
+  explicit ScriptedPs(uint32_t address, uint16_t port) {
+    auto s = UdpSocket::Open(SocketOptions{address, port});
+    EXPECT_TRUE(s.ok()) << s.status();
+    socket_ = std::move(*s);
+  }
+  // The next INA packet within 10 s, or nullopt.
+  std::optional<std::pair<InaPacket, uint32_t>> Next() {
+    for (int i = 0; i < 1000; ++i) {
+      Datagram d;
+      if (socket_->TryReceive(&d)) {
+        auto p = DecodePacket(d.payload());
+        EXPECT_TRUE(p.ok());
+        if (p.ok()) return std::make_pair(*p, d.source);
+      }
+      socket_->Wait(10000);
+    }
+    return std::nullopt;
+  }
+  void Answer(const InaPacket& chunk, uint32_t to, uint16_t port) {
+    InaPacket r = chunk;
+    r.flags = kFlagResult;
+    r.count = 1;
+    ASSERT_TRUE(socket_->Send(to, port, EncodePacket(r)).ok());
+  }
+
+ private:
+  std::unique_ptr<UdpSocket> socket_;
+};
+
+TEST(WorkerContractTest, SlotsWindowAndRetransmission) {
+  const int b = 4;
+  const uint16_t port = PickUdpPort();
+  JobConfig c;
+  c.job_id = 9;
+  JobConfig::Tag t =
+      DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)});
+  t.members[0].aggregation_node = "s1";
+  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, 100, 10, 7, 4});
+  c.tags = {t};
+  ScriptedPs ps(Loopback(77, b, 1), port);
+  WorkerOptions o;
+  o.worker = "w1";
+  o.lanes = 12 * 62;  // 12 chunks
+  o.iterations = 2;
+  o.timeout_ms = 20;
+  o.give_up_ms = 20000;
+  o.socket = SocketOptions{Loopback(77, b, 2), port};
+  absl::StatusOr<WorkerReport> report = absl::UnknownError("not run");
+  std::thread worker([&] { report = RunWorker(c, o); });
+
+  std::set<uint32_t> answered, outstanding;
+  bool withheld = false;
+  int retransmitted = 0;
+  while (answered.size() < 24) {
+    auto next = ps.Next();
+    ASSERT_TRUE(next.has_value()) << "no packet from the worker";
+    const InaPacket& p = next->first;
+    EXPECT_EQ(next->second, Loopback(77, b, 2));
+    EXPECT_EQ(p.tag, 576u);
+    EXPECT_EQ(p.count, 1);
+    EXPECT_EQ(p.bitmap, 0u);
+    EXPECT_EQ(p.slot, (7 + p.chunk % 4) % 10) << p.chunk;
+    if (p.flags == kFlagRetransmit) {
+      ++retransmitted;
+    } else {
+      EXPECT_EQ(p.flags, 0);
+      EXPECT_FALSE(answered.count(p.chunk));
+      outstanding.insert(p.chunk);
+      // Sliding window of 4: chunk c + 4 only after the result of c.
+      if (p.chunk % 12 >= 4) {
+        EXPECT_TRUE(answered.count(p.chunk - 4)) << p.chunk;
+      }
+    }
+    if (p.chunk == 2 && !withheld) {
+      withheld = true;  // lose the first copy of chunk 2: the worker must send it again
+      continue;
+    }
+    ps.Answer(p, Loopback(77, b, 2), port);
+    answered.insert(p.chunk);
+    outstanding.erase(p.chunk);
+  }
+  worker.join();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_GE(retransmitted, 1);
+  EXPECT_GE(report->retransmissions, 1);
+  EXPECT_EQ(report->iterations.size(), 2u);
+}
+
+TEST(WorkerContractTest, NoGrantSendsBeyondTheRegion) {
+  const int b = 5;
+  const uint16_t port = PickUdpPort();
+  JobConfig c;
+  c.job_id = 9;
+  JobConfig::Tag t =
+      DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)});
+  t.members[0].aggregation_node = "s1";
+  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, 0, 32, 0, 0});  // window 0
+  c.tags = {t};
+  ScriptedPs ps(Loopback(77, b, 1), port);
+  WorkerOptions o;
+  o.worker = "w1";
+  o.lanes = 3 * 62;
+  o.give_up_ms = 20000;
+  o.socket = SocketOptions{Loopback(77, b, 2), port};
+  absl::StatusOr<WorkerReport> report = absl::UnknownError("not run");
+  std::thread worker([&] { report = RunWorker(c, o); });
+  for (int i = 0; i < 3; ++i) {
+    auto next = ps.Next();
+    ASSERT_TRUE(next.has_value());
+    EXPECT_EQ(next->first.slot, 32u);  // = aggregator_count: the switch falls back at once
+    ps.Answer(next->first, Loopback(77, b, 2), port);
+  }
+  worker.join();
+  ASSERT_TRUE(report.ok()) << report.status();
+}
+
+TEST(WorkerContractTest, RefusesANonMember) {
+  JobConfig c = OnePsThreeWorkers(6);
+  WorkerOptions o;
+  o.worker = "w9";
+  EXPECT_EQ(RunWorker(c, o).status().code(), absl::StatusCode::kInvalidArgument);
+  PsOptions p;
+  p.ps = "w1";
+  EXPECT_EQ(RunPs(c, p).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace inac::agent
