@@ -7,6 +7,7 @@
 #include "server/cmd_agent.h"
 #include "server/cmd_db.h"
 #include "server/cmd_job.h"
+#include "server/cmd_lab.h"
 #include "server/cmd_plan.h"
 #include "server/cmd_serve.h"
 #include "server/cmd_sim.h"
@@ -27,6 +28,7 @@ int Main(int argc, char** argv) {
   AddDbCommand(app);
   AddSimCommand(app);
   AddSwitchCommand(app);
+  AddLabCommand(app);
   AddAgentCommands(app);
   try {
     app.parse(argc, argv);
