@@ -37,6 +37,8 @@ struct TagRun {
   std::vector<uint8_t> done;
   std::vector<int64_t> deadline_us;
   std::vector<int64_t> timeout_us;
+  std::vector<int64_t> sent_us;  // first transmission
+  std::vector<uint8_t> resent;   // sent again: its result is no RTT sample (Karn)
 
   uint32_t Slot(uint32_t chunk) const {
     switch (slot_mode) {
@@ -62,7 +64,7 @@ struct Timer {
 class Worker {
  public:
   Worker(const JobConfig& config, const WorkerOptions& options)
-      : config_(config), options_(options) {}
+      : config_(config), options_(options), rto_us_(options.timeout_ms * 1000) {}
 
   absl::Status Prepare() {
     if (options_.worker.empty()) return absl::InvalidArgumentError("--worker: required");
@@ -157,6 +159,8 @@ class Worker {
       r.done.assign(n, 0);
       r.deadline_us.assign(n, 0);
       r.timeout_us.assign(n, options_.timeout_ms * 1000);
+      r.sent_us.assign(n, 0);
+      r.resent.assign(n, 0);
       remaining += r.span.chunks;
     }
     timers_ = {};
@@ -238,8 +242,18 @@ class Worker {
     std::copy(gradient_.begin() + b, gradient_.begin() + e, p.lanes.begin());
     const PacketBytes bytes = EncodePacket(p);
     (void)socket_->Send(r.tag->ps_address, options_.socket.port, bytes);
-    if (retransmit) ++report_.retransmissions;
-    const int64_t at = NowUs() + r.timeout_us[static_cast<size_t>(k)];
+    const size_t i = static_cast<size_t>(k);
+    if (retransmit) {
+      ++report_.retransmissions;
+      r.resent[i] = 1;
+    } else {
+      // The first copy waits the current retransmission timeout (RFC 6298), at least
+      // timeout_ms: a slow fabric (BMv2 processes a few thousand packets a second) is not
+      // flooded with spurious retransmissions.
+      r.sent_us[i] = NowUs();
+      r.timeout_us[i] = rto_us_;
+    }
+    const int64_t at = NowUs() + r.timeout_us[i];
     r.deadline_us[static_cast<size_t>(k)] = at;
     timers_.push(Timer{at, tag, k});
   }
@@ -264,12 +278,26 @@ class Worker {
       return false;
     }
     r.done[static_cast<size_t>(k)] = 1;
+    if (!r.resent[static_cast<size_t>(k)]) SampleRtt(NowUs() - r.sent_us[static_cast<size_t>(k)]);
     --r.remaining;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     std::copy(packet->lanes.begin(), packet->lanes.begin() + (e - b), result_.begin() + b);
     while (r.base < r.span.chunks && r.done[static_cast<size_t>(r.base)]) ++r.base;
     return true;
+  }
+
+  // RFC 6298: SRTT, RTTVAR and RTO = SRTT + 4 RTTVAR, within [timeout_ms, max_timeout_ms].
+  void SampleRtt(int64_t rtt_us) {
+    if (srtt_us_ < 0) {
+      srtt_us_ = rtt_us;
+      rttvar_us_ = rtt_us / 2;
+    } else {
+      rttvar_us_ = (3 * rttvar_us_ + std::abs(srtt_us_ - rtt_us)) / 4;
+      srtt_us_ = (7 * srtt_us_ + rtt_us) / 8;
+    }
+    rto_us_ = std::clamp<int64_t>(srtt_us_ + 4 * rttvar_us_, options_.timeout_ms * 1000,
+                                  options_.max_timeout_ms * 1000);
   }
 
   absl::Status Check(int64_t it) {
@@ -311,6 +339,9 @@ class Worker {
   std::vector<int32_t> result_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   WorkerReport report_;
+  int64_t srtt_us_ = -1;
+  int64_t rttvar_us_ = 0;
+  int64_t rto_us_;  // current retransmission timeout, from timeout_ms until the first sample
 };
 
 }  // namespace

@@ -15,8 +15,10 @@
 //    else the grant, else kDefaultWindow. Chunk c + W is sent only once the result of chunk c has
 //    arrived (a sliding window over the lowest chunk without result), so a slot is reused only
 //    after the result of the chunk that used it.
-//  - Retransmission: a chunk without result after timeout_ms is sent again with RETRANSMIT, the
-//    timeout doubling per copy up to max_timeout_ms. Results (RESULT) are matched by (tag,
+//  - Retransmission: a chunk without result after the retransmission timeout is sent again with
+//    RETRANSMIT, the timeout doubling per copy up to max_timeout_ms. The first copy's timeout is
+//    RFC 6298's RTO (SRTT + 4 RTTVAR from results of chunks sent once, Karn's rule), at least
+//    timeout_ms. Results (RESULT) are matched by (tag,
 //    chunk); duplicates and results of other iterations are ignored.
 //  - Iterations run one after the other (all tags of iteration i finish before i + 1 starts).
 //  - The gradient of iteration i is `input` when given, else SyntheticLane(seed, worker, i, lane).
