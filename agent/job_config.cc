@@ -184,6 +184,12 @@ absl::StatusOr<JobConfig> JobConfigFromJson(const Json& j) {
     if (!v->is_number_integer()) return Bad("batch_size", "must be an integer");
     c.batch_size = v->get<int64_t>();
   }
+  if (auto v = j.find("gradient_bytes"); v != j.end()) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 0) {
+      return Bad("gradient_bytes", "must be a non-negative integer");
+    }
+    c.gradient_bytes = v->get<int64_t>();
+  }
   auto tags = j.find("tags");
   if (tags == j.end()) return Bad("tags", "required");
   if (!tags->is_array()) return Bad("tags", "must be an array");

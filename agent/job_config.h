@@ -26,6 +26,7 @@ struct JobConfig {
   int64_t job_id = 0;
   int64_t plan_version = 0;
   int64_t batch_size = 0;
+  int64_t gradient_bytes = 0;  // the job's gradient per worker and iteration; 0: not given
   struct Member {
     std::string worker;
     uint32_t address = 0;

@@ -62,7 +62,8 @@ Totals Sum(const std::vector<IterationStats>& iterations) {
 
 std::string TableLine(const IterationStats& s, int workers) {
   const double alg = AlgBwGBps(s.size_bytes, s.time_ms);
-  return absl::StrFormat(" %6d %14d %12.3f %12.3f %12.3f %9d %10s", s.iteration, s.size_bytes,
+  // Bandwidths with 4 significant digits: a software switch runs at a few hundred kB/s.
+  return absl::StrFormat(" %6d %14d %12.3f %12.4g %12.4g %9d %10s", s.iteration, s.size_bytes,
                          s.time_ms, alg, BusBwGBps(alg, workers), s.retransmissions,
                          Share(InNetworkPercent(s.contributions, s.in_network)));
 }
@@ -71,7 +72,7 @@ std::string SummaryLine(const std::vector<IterationStats>& iterations, int worke
   const Totals t = Sum(iterations);
   const double alg = AlgBwGBps(t.size_bytes, t.time_ms);
   return absl::StrFormat(
-      "# iterations: %d  size: %d B  avg time: %.3f ms  algbw: %.3f GB/s  busbw: %.3f GB/s  "
+      "# iterations: %d  size: %d B  avg time: %.3f ms  algbw: %.4g GB/s  busbw: %.4g GB/s  "
       "retransmissions: %d  in-network: %s",
       iterations.size(), t.size_bytes, t.time_ms, alg, BusBwGBps(alg, workers), t.retransmissions,
       SharePercent(InNetworkPercent(t.contributions, t.in_network)));

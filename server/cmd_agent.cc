@@ -90,7 +90,9 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
                   "Read the job configuration (the JSON of GET /jobs/{id}/config) from a file");
   a->size_option = cmd->add_option("--size", a->size_bytes,
                                    "Gradient size in bytes, a multiple of 4 (suffixes K, M, G: "
-                                   "powers of 1024; worker and PS must agree)")
+                                   "powers of 1024; worker and PS must agree). Default: the "
+                                   "job's gradient_bytes (rounded down to a multiple of 4), or "
+                                   "1 MiB when the configuration has none")
                        ->transform(CLI::AsSizeValue(false))
                        ->capture_default_str();
   cmd->add_option("--iterations", a->iterations, "All-reduces to run")
@@ -108,6 +110,12 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
   cmd->add_option("--drop-percent", a->drop_percent,
                   "Testing: discard this percentage of sent packets (deterministic)")
       ->check(CLI::Range(0.0, 100.0));
+}
+
+// The gradient size: --size, else the job's gradient_bytes (a multiple of 4), else 1 MiB.
+int64_t GradientBytes(const CommonArgs& a, const agent::JobConfig& config) {
+  if (a.size_option->count() > 0 || config.gradient_bytes < 4) return a.size_bytes;
+  return config.gradient_bytes / 4 * 4;
 }
 
 // Checks the shared options, loads the configuration; exit 2 / 1 on failure.
@@ -211,7 +219,7 @@ void RunWorkerVerb(const WorkerArgs& a) {
     Fail(kExitBadInput, "--float: needs --input");
   }
   o.worker = a.worker;
-  o.lanes = a.size_bytes / 4;
+  o.lanes = GradientBytes(a, config) / 4;
   o.iterations = a.iterations;
   o.seed = a.seed;
   o.window = a.window;
@@ -287,7 +295,7 @@ void RunPsVerb(const PsArgs& a) {
   agent::PsOptions o;
   agent::JobConfig config = LoadConfig(a, &o.socket);
   o.ps = a.ps;
-  o.lanes = a.size_bytes / 4;
+  o.lanes = GradientBytes(a, config) / 4;
   o.iterations = a.iterations;
   o.duration_ms = static_cast<int64_t>(a.duration_s * 1000);
   o.linger_ms = a.linger_ms;
@@ -300,7 +308,7 @@ void RunPsVerb(const PsArgs& a) {
     // Printed once the socket is bound: the PS is ready for the workers.
     o.on_ready = [&] {
       std::cout << "# inac ps: job " << config.job_id << " (plan " << config.plan_version
-                << "), ps " << a.ps << ", gradient " << a.size_bytes << " bytes, " << a.iterations
+                << "), ps " << a.ps << ", gradient " << o.lanes * 4 << " bytes, " << a.iterations
                 << " iterations, results " << (a.unicast_results ? "unicast" : "to the switches")
                 << std::endl;
     };

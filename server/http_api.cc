@@ -227,6 +227,7 @@ Json ConfigJson(const JobConfig& c) {
   j["plan_version"] = c.plan_version;
   j["algorithm"] = c.algorithm;
   j["batch_size"] = c.batch_size;
+  j["gradient_bytes"] = c.job.spec.gradient_bytes;
   j["priority"] = c.priority;
   j["rate_gbps"] = c.rate_gbps;
   j["iteration_ms"] = c.iteration_ms;

@@ -164,15 +164,19 @@ class DataplaneTest : public ::testing::Test {
     return runs;
   }
 
-  // GET /jobs/{id}'s ina_counters once its aggregated packets reached `want` (bounded).
-  Json AwaitCounters(int64_t job, int64_t min_aggregated) {
+  // GET /jobs/{id}'s ina_counters from a read of every switch made after `after_ms` (Unix ms),
+  // so that nothing the agents sent is still uncounted (bounded wait; the controller reads each
+  // switch every 2 s).
+  Json AwaitCounters(int64_t job, int64_t after_ms) {
     Rest rest(host_port_);
     Json counters;
     for (int i = 0; i < 100; ++i) {
       Response g = rest.Get(absl::StrCat("/jobs/", job));
       if (g.status == 200 && g.body.contains("ina_counters")) {
         counters = g.body["ina_counters"];
-        if (counters["aggregated_packets"].get<int64_t>() >= min_aggregated) break;
+        bool fresh = !counters["switches"].empty();
+        for (const Json& s : counters["switches"]) fresh &= s["read_ms"].get<int64_t>() > after_ms;
+        if (fresh) break;
       }
       absl::SleepFor(absl::Milliseconds(200));
     }
@@ -204,6 +208,8 @@ TEST_F(DataplaneTest, OneSwitchFourWorkersEveryChunkAggregatedExactly) {
   const int64_t job = SubmitAndAwaitRunning(JobBody("star", workers, "h4"));
   ASSERT_GT(job, 0);
   auto runs = RunAllReduce(job, workers, "h4", {"--size", "1048576"}, {"--size", "1048576"});
+  // Every agent has exited: nothing is in flight once the packets queued in BMv2 are out.
+  const int64_t finished_ms = absl::ToUnixMillis(absl::Now()) + 500;
   for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
   const AgentRun& ps = runs[0];
   std::printf("[ info ] ps report: %s\n", ps.report.dump().c_str());
@@ -224,7 +230,7 @@ TEST_F(DataplaneTest, OneSwitchFourWorkersEveryChunkAggregatedExactly) {
   const int64_t in_network = ps.report["contributions"]["in_network"].get<int64_t>();
   EXPECT_EQ(total, 4 * chunks);
   EXPECT_LE(total - in_network, retransmissions);
-  Json counters = AwaitCounters(job, 4 * chunks);
+  Json counters = AwaitCounters(job, finished_ms);
   std::printf("[ info ] switch counters: %s\n", counters.dump().c_str());
   EXPECT_EQ(counters["aggregated_packets"].get<int64_t>(), 4 * chunks);
   EXPECT_EQ(counters["fallback_packets"].get<int64_t>(), retransmissions);
