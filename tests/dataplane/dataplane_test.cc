@@ -76,7 +76,7 @@ class DataplaneTest : public ::testing::Test {
 
   void TearDown() override {
     if (lab_up_) {
-      CliRun down = RunInac(absl::StrCat("lab down --dir ", dir_), dir_);
+      CliRun down = RunInac(absl::StrCat("lab down --dir ", dir_lab_), dir_);
       EXPECT_EQ(down.exit, 0) << down.out;
     }
     if (HasFailure() && !dir_.empty()) {
