@@ -23,6 +23,7 @@ _inac_find_tool() {  # env-value name...
   for n in "$@"; do
     [ -x "$_inac_repo/../shared/peers/bin/$n" ] && { readlink -f "$_inac_repo/../shared/peers/bin/$n"; return; }
   done
+  return 0  # not found: empty output (callers run under set -e)
 }
 
 INAC_P4C_BIN=$(_inac_find_tool "${INAC_P4C:-}" p4c-bm2-ss)
