@@ -85,4 +85,45 @@ absl::StatusOr<Layout> ComputeLayout(const JobConfig& config, int64_t lanes) {
   return layout;
 }
 
+absl::StatusOr<std::vector<size_t>> MatchTags(const JobConfig& from, const Layout& from_layout,
+                                              const JobConfig& to, const Layout& to_layout) {
+  if (from.job_id != to.job_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the new configuration is of job ", to.job_id, ", not ", from.job_id));
+  }
+  auto members = [](const JobConfig::Tag& t) {
+    std::map<std::string, uint32_t> out;
+    for (const auto& m : t.members) out[m.worker] = m.address;
+    return out;
+  };
+  std::vector<size_t> match(from.tags.size());
+  for (size_t i = 0; i < from.tags.size(); ++i) {
+    const JobConfig::Tag& a = from.tags[i];
+    const TagSpan& sa = from_layout.tags[i];
+    bool found = false;
+    for (size_t j = 0; j < to.tags.size() && !found; ++j) {
+      const JobConfig::Tag& b = to.tags[j];
+      const TagSpan& sb = to_layout.tags[j];
+      if (b.ps != a.ps || sb.first_lane != sa.first_lane || sb.chunks != sa.chunks ||
+          sb.lanes != sa.lanes) {
+        continue;
+      }
+      if (members(a) != members(b)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("plan ", to.plan_version, " gives tag ", a.tag, " (PS ", a.ps,
+                         ") other members: the job's layout changed"));
+      }
+      match[i] = j;
+      found = true;
+    }
+    if (!found) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "plan ", to.plan_version, " cuts the gradient differently (no tag of PS ", a.ps,
+          " carries lanes [", sa.first_lane, ", ", sa.first_lane + sa.lanes,
+          ") any more: other PSs, shares or chunk ranges)"));
+    }
+  }
+  return match;
+}
+
 }  // namespace inac::agent

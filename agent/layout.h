@@ -49,4 +49,14 @@ struct Layout {
 // PS do not tile [0, 1) or its tags disagree on the share.
 absl::StatusOr<Layout> ComputeLayout(const JobConfig& config, int64_t lanes);
 
+// How a newer configuration of the same job continues a run (a re-plan while the agents run):
+// for every tag of `from`, the index of the tag of `to` that carries the same lanes (same
+// first_lane, chunks and lanes in the layouts) to the same PS from the same members (by worker
+// id and address, in any order). Its value may differ: a re-plan that aggregates the job
+// elsewhere changes the tags' generation (core::AggregationTag). FailedPrecondition, naming the
+// first difference, when `to` cuts the gradient differently (other PSs, shares, ranges or
+// members) or belongs to another job: a run cannot continue across such a change.
+absl::StatusOr<std::vector<size_t>> MatchTags(const JobConfig& from, const Layout& from_layout,
+                                              const JobConfig& to, const Layout& to_layout);
+
 }  // namespace inac::agent

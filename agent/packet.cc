@@ -29,6 +29,8 @@ uint64_t Get64(const uint8_t* p) {
 
 }  // namespace
 
+void SetPacketTag(uint32_t tag, PacketBytes* bytes) { Put32(bytes->data(), tag); }
+
 absl::Status EncodePacketInto(const InaPacket& packet, std::span<uint8_t> out) {
   if (out.size() < kPacketBytes) {
     return absl::InvalidArgumentError(

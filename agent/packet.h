@@ -3,7 +3,8 @@
 // (contract v2)").
 //
 // Contract: the payload is exactly kPacketBytes (272) bytes, every field in network byte order:
-//   offset  0  u32  tag       (field `job_id`: core::AggregationTag = job * 64 + PS * 8 + range)
+//   offset  0  u32  tag       (field `job_id`: core::AggregationTag, generation * 2^30 + job * 64 +
+//                              PS * 8 + range)
 //   offset  4  u32  chunk     (chunk number; continues across iterations)
 //   offset  8  u32  slot      (aggregator slot within the tag's region)
 //   offset 12  u8   flags     (kFlagResult 1, kFlagFallback 2, kFlagAggregate 4, kFlagRetransmit 8)
@@ -54,6 +55,9 @@ PacketBytes EncodePacket(const InaPacket& packet);
 
 // Writes the wire form into `out`; InvalidArgument if `out` is shorter than kPacketBytes.
 absl::Status EncodePacketInto(const InaPacket& packet, std::span<uint8_t> out);
+
+// Rewrites the tag of an encoded packet.
+void SetPacketTag(uint32_t tag, PacketBytes* bytes);
 
 // Parses a UDP payload; InvalidArgument (naming the length) unless it is exactly kPacketBytes.
 absl::StatusOr<InaPacket> DecodePacket(std::span<const uint8_t> payload);

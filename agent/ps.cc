@@ -30,6 +30,8 @@ struct Accumulator {
   size_t n = 0;
   std::array<uint32_t, kLanes> sum{};
   uint32_t slot = 0;
+  size_t view = 0;      // the tag value (PsTag::views) of the first packet counted
+  bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
 };
 
 // The members behind each input bit of one aggregator (empty + `error` when the input is unknown).
@@ -38,14 +40,22 @@ struct AggregatorInputs {
   std::vector<std::string> error;
 };
 
-struct PsTag {
+// How to read the packets of one tag value: whose data each source and bitmap carries. A re-plan
+// that aggregates the job elsewhere gives its tags new values (core::AggregationTag's generation);
+// each value keeps the reading of the configuration it came with.
+struct TagView {
   const JobConfig::Tag* tag = nullptr;
-  TagSpan span;
-  int64_t total = 0;                                   // chunks over all iterations
-  std::unordered_map<uint32_t, int> member_at;         // address -> member index
+  std::unordered_map<uint32_t, int> member_at;         // address -> member index (canonical)
   std::unordered_map<uint32_t, size_t> aggregator_at;  // address -> aggregator index
-  std::vector<AggregatorInputs> inputs;                // per aggregator
-  std::vector<bool> complete;                          // per chunk number
+  std::vector<AggregatorInputs> inputs;                // per aggregator, canonical member indices
+};
+
+struct PsTag {
+  const JobConfig::Tag* tag = nullptr;  // as first configured: its member order is canonical
+  TagSpan span;                         // span.tag: the latest value (results are sent with it)
+  int64_t total = 0;                    // chunks over all iterations
+  std::vector<TagView> views;           // one per tag value, oldest first
+  std::vector<bool> complete;           // per chunk number
   std::unordered_map<uint32_t, Accumulator> open;
   std::map<uint32_t, PacketBytes> kept;  // the last results, by chunk
   size_t keep = 256;
@@ -64,22 +74,24 @@ struct IterationProgress {
 
 class Ps {
  public:
-  Ps(const JobConfig& config, const PsOptions& options) : config_(config), options_(options) {}
+  Ps(const JobConfig& config, const PsOptions& options)
+      : config_(std::make_shared<const JobConfig>(config)), options_(options) {}
 
   absl::Status Prepare() {
     if (options_.ps.empty()) return absl::InvalidArgumentError("--ps: required");
     if (options_.iterations < 1) return absl::InvalidArgumentError("--iterations: must be >= 1");
     if (options_.lanes < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
-    auto layout = ComputeLayout(config_, options_.lanes);
+    auto layout = ComputeLayout(*config_, options_.lanes);
     if (!layout.ok()) return layout.status();
+    layout_ = *layout;
     if (static_cast<double>(options_.iterations) * static_cast<double>(layout->chunks) >=
         4294967296.0) {
       return absl::InvalidArgumentError(
           "--iterations x chunks: chunk numbers would not fit the header's 32 bits");
     }
     std::set<std::string> everyone;
-    for (size_t i = 0; i < config_.tags.size(); ++i) {
-      const JobConfig::Tag& t = config_.tags[i];
+    for (size_t i = 0; i < config_->tags.size(); ++i) {
+      const JobConfig::Tag& t = config_->tags[i];
       if (t.ps != options_.ps) continue;
       if (t.members.empty()) {
         return absl::FailedPreconditionError(absl::StrCat("tag ", t.tag, " has no members"));
@@ -90,41 +102,22 @@ class Ps {
       p.total = p.span.chunks * options_.iterations;
       p.complete.assign(static_cast<size_t>(p.total), false);
       p.done_in_iteration.assign(static_cast<size_t>(options_.iterations), 0);
-      uint32_t window = std::max(options_.window, kDefaultWindow);
-      for (size_t m = 0; m < t.members.size(); ++m) {
-        p.member_at[t.members[m].address] = static_cast<int>(m);
-        everyone.insert(t.members[m].worker);
-      }
-      for (size_t a = 0; a < t.aggregators.size(); ++a) {
-        const JobConfig::Aggregator& agg = t.aggregators[a];
-        window = std::max(window, agg.window);
-        if (p.member_at.count(agg.address)) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "tag ", t.tag, ": aggregator ", agg.switch_id, " has a member's address"));
-        }
-        p.aggregator_at[agg.address] = a;
-        AggregatorInputs in;
-        for (const std::string& node : agg.inputs) {
-          std::vector<int> members;
-          std::string error;
-          std::set<std::string> path{agg.switch_id};
-          Expand(t, node, &path, &members, &error);
-          in.members.push_back(std::move(members));
-          in.error.push_back(std::move(error));
-        }
-        p.inputs.push_back(std::move(in));
-      }
-      p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(window));
+      for (const auto& m : t.members) everyone.insert(m.worker);
+      auto view = MakeView(p, t);
+      if (!view.ok()) return view.status();
+      p.views.push_back(std::move(*view));
       if (p.span.chunks == 0) p.iterations_done = options_.iterations;
-      tag_index_[t.tag] = tags_.size();
+      tag_index_[t.tag] = {tags_.size(), 0};
       tags_.push_back(std::move(p));
     }
+    for (PsTag& p : tags_) p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
     if (tags_.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(options_.ps, " is not the PS of any tag of job ", config_.job_id));
+          absl::StrCat(options_.ps, " is not the PS of any tag of job ", config_->job_id));
     }
     report_.ps = options_.ps;
-    report_.job_id = config_.job_id;
+    report_.job_id = config_->job_id;
+    report_.plans.push_back(config_->plan_version);
     report_.workers = static_cast<int>(everyone.size());
     report_.tags = static_cast<int>(tags_.size());
     for (const PsTag& p : tags_) report_.size_bytes += p.span.lanes * 4;
@@ -157,9 +150,13 @@ class Ps {
         }
         wait = std::min(wait, options_.linger_ms * 1000 - quiet);
       }
-      if (!socket_->Wait(wait)) continue;
+      const bool readable = socket_->Wait(wait);
+      if (absl::Status s = TakeUpdate(); !s.ok()) return s;
+      if (!readable) continue;
       Datagram d;
+      // A configuration published before a packet arrived reads it.
       while (socket_->TryReceive(&d)) {
+        if (absl::Status s = TakeUpdate(); !s.ok()) return s;
         const int64_t at = NowUs();
         if (OnDatagram(d, at)) last_packet = at;
         if (options_.on_packet) options_.on_packet(report_.counters);
@@ -175,6 +172,84 @@ class Ps {
   const PsReport& report() const { return report_; }
 
  private:
+  // The reading of tag `t` (a configuration of `p`'s tag): member indices are those of p.tag
+  // (matched by worker id), so accumulators survive re-plans.
+  absl::StatusOr<TagView> MakeView(const PsTag& p, const JobConfig::Tag& t) {
+    TagView v;
+    v.tag = &t;
+    std::vector<int> canonical(t.members.size(), -1);
+    for (size_t m = 0; m < t.members.size(); ++m) {
+      canonical[m] = p.tag->MemberIndex(t.members[m].worker);
+      if (canonical[m] < 0) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("tag ", t.tag, ": member ", t.members[m].worker, " is new"));
+      }
+      v.member_at[t.members[m].address] = canonical[m];
+    }
+    uint32_t window = std::max(options_.window, kDefaultWindow);
+    for (size_t a = 0; a < t.aggregators.size(); ++a) {
+      const JobConfig::Aggregator& agg = t.aggregators[a];
+      window = std::max(window, agg.window);
+      if (v.member_at.count(agg.address)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "tag ", t.tag, ": aggregator ", agg.switch_id, " has a member's address"));
+      }
+      v.aggregator_at[agg.address] = a;
+      AggregatorInputs in;
+      for (const std::string& node : agg.inputs) {
+        std::vector<int> members;
+        std::string error;
+        std::set<std::string> path{agg.switch_id};
+        Expand(t, node, &path, &members, &error);
+        for (int& m : members) m = canonical[static_cast<size_t>(m)];
+        in.members.push_back(std::move(members));
+        in.error.push_back(std::move(error));
+      }
+      v.inputs.push_back(std::move(in));
+    }
+    keep_window_ = std::max(keep_window_, window);
+    return v;
+  }
+
+  absl::Status TakeUpdate() {
+    if (options_.updates == nullptr) return absl::OkStatus();
+    auto next = options_.updates->TakeIfNewer(&seen_update_);
+    return next != nullptr ? Adopt(std::move(next)) : absl::OkStatus();
+  }
+
+  // Continues under `next` (a re-plan): the same lanes, PSs and members (agent::MatchTags), each
+  // tag read by the configuration of its value; results go out with the latest value.
+  absl::Status Adopt(std::shared_ptr<const JobConfig> next) {
+    auto layout = ComputeLayout(*next, options_.lanes);
+    if (!layout.ok()) return layout.status();
+    auto match = MatchTags(*config_, layout_, *next, *layout);
+    if (!match.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(match.status().message(), "; restart the agents"));
+    }
+    for (size_t i = 0; i < tags_.size(); ++i) {
+      PsTag& p = tags_[i];
+      const JobConfig::Tag& t = next->tags[(*match)[p.span.tag_index]];
+      auto view = MakeView(p, t);
+      if (!view.ok()) return view.status();
+      auto known = tag_index_.find(t.tag);
+      if (known != tag_index_.end() && known->second.first == i) {
+        p.views[known->second.second] = std::move(*view);  // same value: the newer reading
+      } else {
+        tag_index_[t.tag] = {i, p.views.size()};
+        p.views.push_back(std::move(*view));
+      }
+      p.span.tag = t.tag;
+      p.span.tag_index = (*match)[p.span.tag_index];
+    }
+    for (PsTag& p : tags_) p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
+    retired_.push_back(std::move(config_));  // its tags still read packets of their values
+    config_ = std::move(next);
+    layout_ = std::move(*layout);
+    report_.plans.push_back(config_->plan_version);
+    return absl::OkStatus();
+  }
+
   // The members behind `node` (a member, an aggregator of the tag, or a member's address).
   static void Expand(const JobConfig::Tag& t, const std::string& node, std::set<std::string>* path,
                      std::vector<int>* out, std::string* error) {
@@ -232,7 +307,8 @@ class Ps {
       ++c.unknown_tag;
       return false;
     }
-    PsTag& t = tags_[found->second];
+    PsTag& t = tags_[found->second.first];
+    const TagView& view = t.views[found->second.second];
     if (static_cast<int64_t>(packet->chunk) >= t.total) {
       ++c.out_of_range;
       return false;
@@ -252,13 +328,13 @@ class Ps {
     // Whose data the packet carries.
     std::vector<int> members;
     int raw_member = -1;
-    if (auto m = t.member_at.find(d.source); m != t.member_at.end()) {
+    if (auto m = view.member_at.find(d.source); m != view.member_at.end()) {
       ++c.raw;
       raw_member = m->second;
       members.push_back(m->second);
-    } else if (auto a = t.aggregator_at.find(d.source); a != t.aggregator_at.end()) {
-      const AggregatorInputs& in = t.inputs[a->second];
-      const JobConfig::Aggregator& agg = t.tag->aggregators[a->second];
+    } else if (auto a = view.aggregator_at.find(d.source); a != view.aggregator_at.end()) {
+      const AggregatorInputs& in = view.inputs[a->second];
+      const JobConfig::Aggregator& agg = view.tag->aggregators[a->second];
       if (packet->flags & kFlagAggregate) {
         ++c.aggregate;
       } else {
@@ -296,14 +372,24 @@ class Ps {
       return true;
     }
     Accumulator& acc = t.open[packet->chunk];
+    const size_t view_index = found->second.second;
     if (acc.counted.empty()) {
       acc.counted.assign(t.tag->members.size(), 0);
       acc.slot = packet->slot;
+      acc.view = view_index;
     }
+    acc.mixed |= acc.view != view_index;
     size_t seen = 0;
     for (int m : members) seen += acc.counted[static_cast<size_t>(m)];
     if (seen == members.size()) {
       ++c.duplicate;
+      return true;
+    }
+    if (seen > 0 && acc.mixed) {
+      // A sum of the new plan's aggregation that holds workers already counted from packets of
+      // the old plan: expected once per chunk in flight across a re-plan; the workers'
+      // retransmissions bring the rest one by one.
+      ++c.replan_overlap;
       return true;
     }
     if (seen > 0) {
@@ -389,14 +475,19 @@ class Ps {
       ++report_.counters.results_forgotten;
       return;
     }
+    SetPacketTag(t.span.tag, &kept->second);  // the latest value: the switches route that one
     SendResult(t, kept->second, raw_member);
     ++report_.counters.results_resent;
   }
 
-  const JobConfig& config_;
+  std::shared_ptr<const JobConfig> config_;  // the latest adopted
+  std::vector<std::shared_ptr<const JobConfig>> retired_;  // earlier ones, read by older views
+  uint64_t seen_update_ = 0;
+  Layout layout_;
+  uint32_t keep_window_ = 0;
   const PsOptions& options_;
   std::vector<PsTag> tags_;
-  std::unordered_map<uint32_t, size_t> tag_index_;
+  std::unordered_map<uint32_t, std::pair<size_t, size_t>> tag_index_;  // value -> (tag, view)
   std::vector<IterationProgress> progress_;
   int64_t next_emit_ = 0;
   std::unique_ptr<UdpSocket> socket_;
@@ -428,6 +519,7 @@ nlohmann::json PsReportJson(const PsReport& r) {
                   {"retransmit", c.retransmit},
                   {"duplicate", c.duplicate},
                   {"violation", c.violation},
+                  {"replan_overlap", c.replan_overlap},
                   {"count_mismatch", c.count_mismatch},
                   {"unknown_source", c.unknown_source},
                   {"unknown_tag", c.unknown_tag},
@@ -441,6 +533,7 @@ nlohmann::json PsReportJson(const PsReport& r) {
                   {"dropped_by_test_hook", c.dropped_by_hook}};
   j["contributions"] = {{"total", c.contributions}, {"in_network", c.in_network}};
   j["violations"] = r.violations;
+  j["plans"] = r.plans;
   return j;
 }
 

@@ -18,6 +18,15 @@
 //    switches replicate it to every member and readdress it) or, with unicast_results (no
 //    switch on the path), to every member. The last results of each tag are kept (at least 4
 //    windows) and a RETRANSMIT for a complete chunk is answered with its RESULT again.
+//  - Re-plans: with `updates`, the PS takes each configuration published there between packets
+//    and continues under it when it carries the same lanes to the same PSs from the same members
+//    (agent::MatchTags); otherwise the run fails with FailedPrecondition. A packet is read with
+//    the configuration of its tag value (a re-plan that aggregates the job elsewhere changes the
+//    values: core::AggregationTag's generation), so a sum made under the old plan is never
+//    counted with the new plan's inputs; what was counted for a chunk stays counted. A packet
+//    that overlaps a chunk's counted workers partly when the chunk has packets of several tag
+//    values is a re-plan overlap (counted, dropped), not a violation. Results,
+//    and results sent again, carry the latest value.
 //  - Runs until every tag has completed `iterations` iterations (chunk numbers iteration *
 //    chunks + k, agent/layout.h), then keeps answering retransmissions until no packet of its
 //    tags arrived for linger_ms (at most 10 x linger_ms); or until duration_ms (if > 0) or
@@ -33,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "agent/config_feed.h"
 #include "agent/job_config.h"
 #include "agent/report.h"
 #include "agent/udp_socket.h"
@@ -47,6 +57,7 @@ struct PsCounters {
   int64_t retransmit = 0;  // packets carrying RETRANSMIT (any kind)
   int64_t duplicate = 0;
   int64_t violation = 0;       // partial overlaps, bad bitmaps
+  int64_t replan_overlap = 0;  // partial overlaps across a re-plan (expected; dropped)
   int64_t count_mismatch = 0;  // `count` differs from the members the bitmap names (accepted)
   int64_t unknown_source = 0;
   int64_t unknown_tag = 0;
@@ -79,6 +90,7 @@ struct PsOptions {
   // is handled (tests use them to pace hand-made packets).
   std::function<void()> on_ready;
   std::function<void(const PsCounters&)> on_packet;
+  const ConfigFeed* updates = nullptr;  // newer configurations of the job (re-plans)
 };
 
 struct PsReport {
@@ -92,6 +104,7 @@ struct PsReport {
   std::vector<IterationStats> iterations;
   PsCounters counters;
   std::vector<std::string> violations;  // the first 100, as logged
+  std::vector<int64_t> plans;  // plan versions run under: the first, then each one adopted
 };
 
 absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options);

@@ -64,7 +64,9 @@ struct Timer {
 class Worker {
  public:
   Worker(const JobConfig& config, const WorkerOptions& options)
-      : config_(config), options_(options), rto_us_(options.timeout_ms * 1000) {}
+      : config_(std::make_shared<const JobConfig>(config)),
+        options_(options),
+        rto_us_(options.timeout_ms * 1000) {}
 
   absl::Status Prepare() {
     if (options_.worker.empty()) return absl::InvalidArgumentError("--worker: required");
@@ -80,7 +82,7 @@ class Worker {
       return absl::InvalidArgumentError(
           "--check: needs the synthetic gradient (other members' files are unknown here)");
     }
-    auto layout = ComputeLayout(config_, lanes_);
+    auto layout = ComputeLayout(*config_, lanes_);
     if (!layout.ok()) return layout.status();
     layout_ = std::move(*layout);
     if (static_cast<double>(options_.iterations) * static_cast<double>(layout_.chunks) >=
@@ -89,34 +91,22 @@ class Worker {
           "--iterations x chunks: chunk numbers would not fit the header's 32 bits");
     }
     std::set<std::string> everyone;
-    for (size_t i = 0; i < config_.tags.size(); ++i) {
-      const JobConfig::Tag& t = config_.tags[i];
+    for (size_t i = 0; i < config_->tags.size(); ++i) {
+      const JobConfig::Tag& t = config_->tags[i];
       for (const auto& m : t.members) everyone.insert(m.worker);
-      const int me = t.MemberIndex(options_.worker);
-      if (me < 0) continue;
+      if (t.MemberIndex(options_.worker) < 0) continue;
       TagRun run;
-      run.tag = &t;
-      run.span = layout_.tags[i];
-      const JobConfig::Aggregator* agg = t.FindAggregator(t.members[me].aggregation_node);
-      uint32_t grant = 0;
-      if (agg != nullptr) {
-        grant = agg->window;
-        run.slot_offset = agg->slot_offset;
-        run.slot_count = agg->aggregator_count;
-        run.slot_mode = (agg->aggregator_count > 0 && (agg->window > 0 || options_.window > 0))
-                            ? TagRun::SlotMode::kWindow
-                            : TagRun::SlotMode::kBeyond;
-      }
-      run.window = options_.window > 0 ? options_.window : (grant > 0 ? grant : kDefaultWindow);
+      Configure(t, layout_.tags[i], &run);
       tag_index_[t.tag] = runs_.size();
       runs_.push_back(std::move(run));
     }
     if (runs_.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "worker ", options_.worker, " is not a member of any tag of job ", config_.job_id));
+          "worker ", options_.worker, " is not a member of any tag of job ", config_->job_id));
     }
     report_.worker = options_.worker;
-    report_.job_id = config_.job_id;
+    report_.job_id = config_->job_id;
+    report_.plans.push_back(config_->plan_version);
     report_.workers = static_cast<int>(everyone.size());
     report_.tags = static_cast<int>(runs_.size());
     report_.size_bytes = lanes_ * 4;
@@ -143,6 +133,69 @@ class Worker {
   const WorkerReport& report() const { return report_; }
 
  private:
+  // `run` carries tag `t` (laid out as `span`) with this worker's slots and window.
+  void Configure(const JobConfig::Tag& t, const TagSpan& span, TagRun* run) const {
+    run->tag = &t;
+    run->span = span;
+    const int me = t.MemberIndex(options_.worker);
+    const JobConfig::Aggregator* agg = t.FindAggregator(t.members[me].aggregation_node);
+    uint32_t grant = 0;
+    run->slot_mode = TagRun::SlotMode::kZero;
+    run->slot_offset = 0;
+    run->slot_count = 0;
+    if (agg != nullptr) {
+      grant = agg->window;
+      run->slot_offset = agg->slot_offset;
+      run->slot_count = agg->aggregator_count;
+      run->slot_mode = (agg->aggregator_count > 0 && (agg->window > 0 || options_.window > 0))
+                           ? TagRun::SlotMode::kWindow
+                           : TagRun::SlotMode::kBeyond;
+    }
+    run->window = options_.window > 0 ? options_.window : (grant > 0 ? grant : kDefaultWindow);
+  }
+
+  // Continues iteration `it` under `next` (a re-plan): see the contract in worker.h.
+  absl::Status Adopt(std::shared_ptr<const JobConfig> next, int64_t it) {
+    if (next->plan_version == config_->plan_version && next->tags.size() == config_->tags.size()) {
+      bool same = true;
+      for (size_t i = 0; i < next->tags.size() && same; ++i) {
+        same = next->tags[i].tag == config_->tags[i].tag;
+      }
+      if (same) return absl::OkStatus();  // the plan we run
+    }
+    auto layout = ComputeLayout(*next, lanes_);
+    if (!layout.ok()) return layout.status();
+    auto match = MatchTags(*config_, layout_, *next, *layout);
+    if (!match.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("iteration ", it, ": ", match.status().message(), "; restart the agents"));
+    }
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      TagRun& r = runs_[i];
+      const size_t j = (*match)[r.span.tag_index];
+      const uint32_t old_tag = r.span.tag;
+      const int64_t base = r.base, next_chunk = r.next, remaining = r.remaining;
+      Configure(next->tags[j], layout->tags[j], &r);
+      r.base = base;
+      r.next = next_chunk;
+      r.remaining = remaining;
+      tag_index_[r.span.tag] = i;  // results of the old tag are still welcome
+      if (r.span.tag == old_tag) continue;
+      // The switches hold entries for the new tag only: what is in flight under the old one is
+      // dropped. Send it again now, as first copies, so that it can still aggregate.
+      for (int64_t k = r.base; k < r.next; ++k) {
+        if (r.done[static_cast<size_t>(k)]) continue;
+        Send(i, it, k, /*retransmit=*/false);
+        r.resent[static_cast<size_t>(k)] = 1;  // no RTT sample (Karn)
+        ++report_.resent_on_new_tag;
+      }
+    }
+    config_ = std::move(next);
+    layout_ = std::move(*layout);
+    report_.plans.push_back(config_->plan_version);
+    return absl::OkStatus();
+  }
+
   absl::Status RunIteration(int64_t it) {
     if (options_.input != nullptr) {
       gradient_ = *options_.input;
@@ -170,6 +223,11 @@ class Worker {
     while (remaining > 0) {
       if (options_.stop != nullptr && options_.stop->load()) {
         return absl::CancelledError("stopped");
+      }
+      if (options_.updates != nullptr) {
+        if (auto next = options_.updates->TakeIfNewer(&seen_update_); next != nullptr) {
+          if (absl::Status s = Adopt(std::move(next), it); !s.ok()) return s;
+        }
       }
       for (size_t i = 0; i < runs_.size(); ++i) {
         TagRun& r = runs_[i];
@@ -328,7 +386,8 @@ class Worker {
     return absl::OkStatus();
   }
 
-  const JobConfig& config_;
+  std::shared_ptr<const JobConfig> config_;  // the configuration run under (the latest adopted)
+  uint64_t seen_update_ = 0;
   const WorkerOptions& options_;
   int64_t lanes_ = 0;
   Layout layout_;
@@ -368,7 +427,9 @@ nlohmann::json WorkerReportJson(const WorkerReport& r) {
                   {"duplicate_results", r.duplicate_results},
                   {"ignored", r.ignored},
                   {"send_errors", r.send_errors},
-                  {"dropped_by_test_hook", r.dropped_by_hook}};
+                  {"dropped_by_test_hook", r.dropped_by_hook},
+                  {"resent_on_new_tag", r.resent_on_new_tag}};
+  j["plans"] = r.plans;
   j["check"] = r.checked ? "ok" : "skipped";
   return j;
 }

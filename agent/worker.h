@@ -20,6 +20,13 @@
 //    RFC 6298's RTO (SRTT + 4 RTTVAR from results of chunks sent once, Karn's rule), at least
 //    timeout_ms. Results (RESULT) are matched by (tag,
 //    chunk); duplicates and results of other iterations are ignored.
+//  - Re-plans: with `updates`, the worker takes each configuration published there between
+//    packets and continues under it when it carries the same lanes to the same PSs from the same
+//    members (agent::MatchTags): new slots and windows apply to the chunks sent from then on;
+//    when a tag's value changed (the plan aggregates the job elsewhere: a new generation), the
+//    chunks in flight are sent again at once under the new tag (as first copies, so they can
+//    aggregate; no RTT sample), and results of the old tag are still accepted. A configuration
+//    that cuts the gradient differently fails the run with FailedPrecondition.
 //  - Iterations run one after the other (all tags of iteration i finish before i + 1 starts).
 //  - The gradient of iteration i is `input` when given, else SyntheticLane(seed, worker, i, lane).
 //    `check` compares every result lane with the sum of the tag's members' synthetic gradients
@@ -37,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "agent/config_feed.h"
 #include "agent/job_config.h"
 #include "agent/report.h"
 #include "agent/udp_socket.h"
@@ -61,6 +69,7 @@ struct WorkerOptions {
   const std::atomic<bool>* stop = nullptr;
   std::function<void(const IterationStats&)> on_iteration;  // called after each iteration
   std::vector<int32_t>* result = nullptr;  // receives the last iteration's sums (0 elsewhere)
+  const ConfigFeed* updates = nullptr;       // newer configurations of the job (re-plans)
 };
 
 struct WorkerReport {
@@ -77,6 +86,8 @@ struct WorkerReport {
   int64_t ignored = 0;            // datagrams that are not results of this worker's tags
   int64_t send_errors = 0;
   int64_t dropped_by_hook = 0;
+  std::vector<int64_t> plans;  // plan versions run under: the first, then each one adopted
+  int64_t resent_on_new_tag = 0;  // chunks sent again because a re-plan changed their tag
   bool checked = false;
 };
 

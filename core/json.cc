@@ -614,6 +614,7 @@ Json JobPlanToJson(const JobPlan& p) {
   if (!p.ring.empty()) j["ring"] = p.ring;
   j["batch_size"] = p.batch_size;
   j["priority"] = p.priority;
+  if (p.generation != 0) j["generation"] = p.generation;
   j["rate_gbps"] = p.rate_gbps;
   if (p.lp_bound_gbps) j["lp_bound_gbps"] = *p.lp_bound_gbps;
   j["comm_ms"] = p.comm_ms;
@@ -646,7 +647,6 @@ JobPlan ReadJobPlan(const Json& json, const std::string& path, std::vector<Probl
       f.String("aggregation_node", &fp.aggregation_node, true);
       f.StringArray("path", &fp.path, true);
       f.Number("fraction", &fp.fraction, false);
-      f.Number("fraction", &fp.fraction, false);
       p.flows.push_back(std::move(fp));
     }
   }
@@ -672,6 +672,13 @@ JobPlan ReadJobPlan(const Json& json, const std::string& path, std::vector<Probl
   r.StringArray("ring", &p.ring, false);
   r.Int32("batch_size", &p.batch_size, false);
   r.Int32("priority", &p.priority, false);
+  int64_t generation = 0;
+  r.Int("generation", &generation, false);
+  if (generation < 0 || generation > UINT32_MAX) {
+    r.Add(r.At("generation"), "must be in [0, 2^32)");
+  } else {
+    p.generation = static_cast<uint32_t>(generation);
+  }
   r.Number("rate_gbps", &p.rate_gbps, false);
   r.OptNumber("lp_bound_gbps", &p.lp_bound_gbps);
   r.Number("comm_ms", &p.comm_ms, false);

@@ -16,9 +16,41 @@ const JobPlan* Plan::FindJob(JobId id) const {
   return nullptr;
 }
 
-uint32_t AggregationTag(JobId job_id, int ps_index, int range) {
-  return static_cast<uint32_t>(job_id) * (kMaxParameterServersPerJob * kMaxRangesPerShard) +
-         static_cast<uint32_t>(ps_index) * kMaxRangesPerShard + static_cast<uint32_t>(range);
+uint32_t AggregationTag(JobId job_id, int ps_index, int range, uint32_t generation) {
+  const uint32_t base =
+      static_cast<uint32_t>(job_id) * (kMaxParameterServersPerJob * kMaxRangesPerShard) +
+      static_cast<uint32_t>(ps_index) * kMaxRangesPerShard + static_cast<uint32_t>(range);
+  return ((generation & 3u) << kTagGenerationShift) | (base & kTagBaseMask);
+}
+
+namespace {
+
+// What decides a job's input bitmaps: per PS and worker, its flows' aggregation nodes and
+// fractions in plan order (RangesOf cuts the ranges from them).
+std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, int64_t>>>
+AggregationShape(const JobPlan& job) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, int64_t>>> out;
+  for (const auto& [ps, share] : job.ps_shares) out[{ps, ""}];
+  for (const FlowPlan& f : job.flows) {
+    if (f.path.empty()) continue;
+    out[{f.ps, f.worker}].push_back({f.aggregation_node, std::llround(f.fraction * 1e9)});
+  }
+  return out;
+}
+
+}  // namespace
+
+void CarryAggregationGenerations(const Plan* previous, Plan* next) {
+  for (JobPlan& job : next->jobs) {
+    const JobPlan* old = previous != nullptr ? previous->FindJob(job.job_id) : nullptr;
+    if (old == nullptr) {
+      job.generation = 0;
+    } else if (AggregationShape(*old) == AggregationShape(job)) {
+      job.generation = old->generation;
+    } else {
+      job.generation = old->generation + 1;
+    }
+  }
 }
 
 const char* RouteClassName(RouteClass cls) {
@@ -119,17 +151,19 @@ class Deriver {
           if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
         }
         for (ChunkRange& range : RangesOf(flows)) {
-          work.push_back(TagWork{jp, ps, AggregationTag(jp->job_id, ps_index, range.index),
-                                 std::move(range.flows)});
+          work.push_back(
+              TagWork{jp, ps, AggregationTag(jp->job_id, ps_index, range.index, jp->generation),
+                      std::move(range.flows)});
         }
         ++ps_index;
       }
     }
-    std::sort(work.begin(), work.end(),
-              [](const TagWork& a, const TagWork& b) { return a.tag < b.tag; });
+    std::sort(work.begin(), work.end(), [](const TagWork& a, const TagWork& b) {
+      return BaseTag(a.tag) < BaseTag(b.tag);
+    });
     std::set<uint32_t> taken;
     for (const TagWork& w : work) {
-      uint32_t group = 1 + w.tag % kMaxMulticastGroup;
+      uint32_t group = 1 + BaseTag(w.tag) % kMaxMulticastGroup;
       while (taken.count(group)) group = group % kMaxMulticastGroup + 1;
       taken.insert(group);
       group_of_[w.tag] = group;

@@ -51,6 +51,11 @@ struct JobPlan {
   std::vector<std::string> ring;
   int batch_size = 0;
   int priority = 0;  // the integer the switch uses for preemption
+  // Aggregation generation: bumped by CarryAggregationGenerations whenever a new plan changes
+  // where the job's gradients are aggregated (which workers each switch sums, for which PS and
+  // chunk range), kept otherwise. Its low two bits are part of the job's aggregation tags, so a
+  // packet aggregated under one plan is never read with another plan's input bitmaps.
+  uint32_t generation = 0;
   double rate_gbps = 0;  // predicted minimum per-worker sending rate (evaluated)
   std::optional<double> lp_bound_gbps;
   double comm_ms = 0;
@@ -83,14 +88,34 @@ struct Plan {
 // carried in the INA header field `job_id`. A job aggregates one shard of its model per PS, and a
 // shard whose workers split their gradient over several aggregation nodes (FlowPlan::fraction <
 // 1) is cut into aligned chunk ranges, each with its own inputs, so each (PS, range) has its own
-// tag: tag = job_id * 64 + ps_index * 8 + range (ps_index: the PS's position among the keys of
-// JobPlan::ps_shares, sorted by id, < 8; range < 8, 0 when the shard is not split). Every entry
-// also carries the owning job id (TableEntry.metadata; 0 for fabric entries). Precondition: job
-// ids are below 2^26.
+// tag: tag = (generation mod 4) * 2^30 + job_id * 64 + ps_index * 8 + range (ps_index: the PS's
+// position among the keys of JobPlan::ps_shares, sorted by id, < 8; range < 8, 0 when the shard is
+// not split; generation: JobPlan::generation). Every entry also carries the owning job id
+// (TableEntry.metadata; 0 for fabric entries). Precondition: job ids are below 2^24.
+//
+// Why the generation: an aggregation switch's bitmap names its inputs by position
+// (AggregationInputIntent::index), and a re-plan can give the same switch other inputs for the
+// same shard. Switches and hosts learn a new plan at different moments, so a packet summed under
+// the old inputs could be counted under the new ones. With the generation in the tag the two
+// plans use different tags: a switch holds entries for one generation only and drops the other's
+// packets (retransmitted under the new tag), and the PS reads each packet with the inputs of its
+// own tag. Two bits suffice because generations of one job are seconds apart and a host that
+// misses a generation refuses packets of tags it does not know.
 
 inline constexpr int kMaxParameterServersPerJob = 8;
 inline constexpr int kMaxRangesPerShard = 8;
-uint32_t AggregationTag(JobId job_id, int ps_index, int range = 0);
+inline constexpr int kTagGenerationShift = 30;
+inline constexpr uint32_t kTagBaseMask = (uint32_t{1} << kTagGenerationShift) - 1;
+uint32_t AggregationTag(JobId job_id, int ps_index, int range = 0, uint32_t generation = 0);
+// The tag without its generation bits: the same for every generation of a (job, PS, range).
+inline uint32_t BaseTag(uint32_t tag) { return tag & kTagBaseMask; }
+
+// Sets the generation of every job of `next`: that of the same job in `previous` when both plans
+// aggregate it alike (same PSs and, per PS and worker, the same sequence of (aggregation node,
+// fraction) over the flows that have a path), that + 1 when they differ, 0 for a job `previous`
+// does not hold (or without `previous`). Paths, grants, windows and priorities do not count: they
+// change no input bitmap.
+void CarryAggregationGenerations(const Plan* previous, Plan* next);
 
 // One aligned chunk range of a (job, PS) shard: the part [begin, end) of the shard's chunks that
 // one tag carries, and where each worker's part of it is aggregated (the worker's FlowPlan that
@@ -209,9 +234,9 @@ struct SwitchIntent {
 };
 
 // Multicast group ids (1..kMaxMulticastGroup, also the index of the per-tag counters) are
-// assigned to tags by DeriveSwitchIntents: group = 1 + (tag mod kMaxMulticastGroup), probing
-// upwards past groups already taken by a smaller tag of the same plan, so a tag keeps its group
-// while its job lives. BMv2 refuses group ids above 32767 (OUT_OF_RANGE "Group id value is too
+// assigned to tags by DeriveSwitchIntents: group = 1 + (BaseTag(tag) mod kMaxMulticastGroup),
+// probing upwards past groups already taken by a smaller tag of the same plan, so a tag keeps its
+// group while its job lives, across generations. BMv2 refuses group ids above 32767 (OUT_OF_RANGE "Group id value is too
 // high"), although v1model's mcast_grp is bit<16>.
 inline constexpr uint32_t kMaxMulticastGroup = 32767;
 //

@@ -10,9 +10,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/config_feed.h"
 #include "agent/gradient.h"
 #include "agent/job_config.h"
 #include "agent/packet.h"
@@ -71,6 +75,7 @@ struct CommonArgs {
   std::string bind = "0.0.0.0";
   uint16_t port = agent::kInaUdpPort;
   double drop_percent = 0;
+  int64_t refresh_ms = 500;
   CLI::Option* server_option = nullptr;
   CLI::Option* size_option = nullptr;
 };
@@ -106,6 +111,11 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
       ->capture_default_str();
   cmd->add_option("--port", a->port,
                   "UDP port of every agent (testing only: switches parse INA on 48864 alone)")
+      ->capture_default_str();
+  cmd->add_option("--refresh-ms", a->refresh_ms,
+                  "Poll the job's configuration this often and follow re-plans (0: never; "
+                  "not with --config-file)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600000}))
       ->capture_default_str();
   cmd->add_option("--drop-percent", a->drop_percent,
                   "Testing: discard this percentage of sent packets (deterministic)")
@@ -153,6 +163,61 @@ agent::JobConfig LoadConfig(const CommonArgs& a, agent::SocketOptions* socket) {
   }
   return std::move(*config);
 }
+
+// While the data plane runs, polls GET /jobs/{id}/config every --refresh-ms on a thread of its
+// own (in the caller's namespace, where the controller is) and publishes each configuration with
+// another plan version to `feed`, which the agent's loop follows (agent/config_feed.h). A failed
+// poll (controller restarting, job gone) is retried at the next period; the first failure of a
+// series is reported on stderr.
+class ConfigWatcher {
+ public:
+  ConfigWatcher(const CommonArgs& a, int64_t plan_version, agent::ConfigFeed* feed) {
+    if (!a.config_file.empty() || a.refresh_ms <= 0) return;
+    auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 2000});
+    if (!client.ok()) return;
+    thread_ = std::thread([this, client = std::move(*client), job = a.job,
+                           period = absl::Milliseconds(a.refresh_ms), plan_version,
+                           feed]() mutable {
+      int64_t last = plan_version;
+      bool failing = false;
+      absl::MutexLock lock(&mu_);
+      while (!mu_.AwaitWithTimeout(absl::Condition(&done_), period)) {
+        mu_.Unlock();
+        auto reply = client->Call("GET", absl::StrCat("/jobs/", job, "/config"));
+        absl::StatusOr<agent::JobConfig> config =
+            reply.ok() ? agent::JobConfigFromJson(reply->body) : reply.status();
+        if (!config.ok()) {
+          if (!failing) {
+            std::cerr << "inac: warning: cannot follow re-plans of job " << job << ": "
+                      << config.status().message() << " (retrying)" << std::endl;
+          }
+          failing = true;
+        } else {
+          failing = false;
+          if (config->plan_version != last && !config->tags.empty()) {
+            last = config->plan_version;
+            feed->Publish(*std::move(config));
+          }
+        }
+        mu_.Lock();
+      }
+    });
+  }
+  ~ConfigWatcher() {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  ConfigWatcher(const ConfigWatcher&) = delete;
+  ConfigWatcher& operator=(const ConfigWatcher&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 // The netns fd (or -1); exit 2 when the namespace does not exist, 1 otherwise.
 int OpenNamespace(const CommonArgs& a) {
@@ -247,7 +312,13 @@ void RunWorkerVerb(const WorkerArgs& a) {
   }
   o.netns_fd = netns;
   InstallStopHandlers();
-  auto report = agent::RunWorker(config, o);
+  agent::ConfigFeed feed;
+  o.updates = &feed;
+  absl::StatusOr<agent::WorkerReport> report;
+  {
+    ConfigWatcher watcher(a, config.plan_version, &feed);
+    report = agent::RunWorker(config, o);
+  }
   if (netns >= 0) ::close(netns);
   if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
   if (a.json) {
@@ -329,7 +400,13 @@ void RunPsVerb(const PsArgs& a) {
   const int netns = OpenNamespace(a);
   o.netns_fd = netns;
   InstallStopHandlers();
-  auto report = agent::RunPs(config, o);
+  agent::ConfigFeed feed;
+  o.updates = &feed;
+  absl::StatusOr<agent::PsReport> report;
+  {
+    ConfigWatcher watcher(a, config.plan_version, &feed);
+    report = agent::RunPs(config, o);
+  }
   if (netns >= 0) ::close(netns);
   if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
   const agent::PsCounters& c = report->counters;
@@ -339,7 +416,8 @@ void RunPsVerb(const PsArgs& a) {
     std::cout << agent::SummaryLine(report->iterations, report->workers) << "\n"
               << "# packets: received " << c.received << "  raw " << c.raw << "  aggregate "
               << c.aggregate << "  fallback " << c.fallback << "  retransmit " << c.retransmit
-              << "  duplicate " << c.duplicate << "  violation " << c.violation << "  unknown "
+              << "  duplicate " << c.duplicate << "  violation " << c.violation
+              << "  re-plan overlaps " << c.replan_overlap << "  unknown "
               << c.unknown_source + c.unknown_tag + c.out_of_range + c.malformed
               << "  results sent " << c.results_sent << " (+" << c.results_resent << " resent)"
               << "\n"

@@ -232,6 +232,25 @@ void AddTopoClientCommands(CLI::App* topo) {
     });
   }
   {
+    struct Args : ClientArgs {
+      std::string link, status;
+    };
+    auto a = std::make_shared<Args>();
+    CLI::App* cmd = topo->add_subcommand(
+        "link", "Report a link down or up to a controller (PATCH /links/{id}; jobs re-planned)");
+    cmd->add_option("link", a->link, "The link id")->required();
+    cmd->add_option("status", a->status, "down | up")
+        ->required()
+        ->check(CLI::IsMember({"down", "up"}));
+    AddClientOptions(cmd, a.get());
+    cmd->callback([a] {
+      auto client = Connect(*a);
+      std::cout << CallOrFail(*client, "PATCH", "/links/" + a->link, Json{{"status", a->status}})
+                       .dump(2)
+                << "\n";
+    });
+  }
+  {
     auto a = std::make_shared<ClientArgs>();
     CLI::App* cmd = topo->add_subcommand("show", "Print a controller's topology");
     AddClientOptions(cmd, a.get());

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -28,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -141,6 +143,7 @@ std::string MacString(uint64_t mac) {
 struct Tools {
   std::string ip;
   std::string sysctl;
+  std::string tc;
 };
 
 std::string CommandLine(const std::vector<std::string>& argv) { return absl::StrJoin(argv, " "); }
@@ -253,6 +256,7 @@ struct ProcessInfo {
   pid_t pid = 0;
   uint64_t start_time = 0;  // /proc/PID/stat field 22: tells the process from a reused pid
   std::string log;
+  std::vector<std::string> argv;  // how it was started (`lab switch start` starts it again)
 };
 
 // State and start time of a process (/proc/PID/stat); nullopt when there is none.
@@ -302,7 +306,7 @@ absl::StatusOr<ProcessInfo> SpawnDetached(const std::string& name,
   }
   close(log_fd);
   if (!pid.ok()) return pid.status();
-  ProcessInfo p{name, *pid, 0, log};
+  ProcessInfo p{name, *pid, 0, log, argv};
   if (auto st = ProcStat(*pid)) p.start_time = st->second;
   return p;
 }
@@ -377,7 +381,11 @@ struct Lab {
 };
 
 Json ProcessJson(const ProcessInfo& p) {
-  return {{"name", p.name}, {"pid", p.pid}, {"start_time", p.start_time}, {"log", p.log}};
+  return {{"name", p.name},
+          {"pid", p.pid},
+          {"start_time", p.start_time},
+          {"log", p.log},
+          {"argv", p.argv}};
 }
 
 Json LabToJson(const Lab& lab) {
@@ -421,7 +429,8 @@ absl::Status WriteLab(const Lab& lab) {
   return WriteWholeFile(lab.file(), LabToJson(lab).dump(2) + "\n");
 }
 
-// What `down` needs of lab.json: namespaces, interfaces, processes.
+// What `down`, `switch` and `link` need of lab.json: namespaces, interfaces, processes,
+// switches.
 absl::StatusOr<Lab> LabFromJson(const Json& j, const std::string& path) {
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
@@ -431,13 +440,37 @@ absl::StatusOr<Lab> LabFromJson(const Json& j, const std::string& path) {
   try {
     lab.prefix = j.value("prefix", "");
     lab.state = j.value("state", "");
+    lab.dir = j.value("dir", "");
     lab.controller_url =
         j.value("controller_url", Json()).is_string() ? j["controller_url"].get<std::string>() : "";
     lab.namespaces = j.value("namespaces", std::vector<std::string>{});
     lab.root_interfaces = j.value("root_interfaces", std::vector<std::string>{});
     for (const Json& p : j.value("processes", Json::array())) {
       lab.processes.push_back({p.at("name").get<std::string>(), p.at("pid").get<pid_t>(),
-                               p.value("start_time", uint64_t{0}), p.value("log", "")});
+                               p.value("start_time", uint64_t{0}), p.value("log", ""),
+                               p.value("argv", std::vector<std::string>{})});
+    }
+    for (const Json& h : j.value("hosts", Json::array())) {
+      LabHost host;
+      host.id = h.at("id").get<std::string>();
+      host.ns = h.at("namespace").get<std::string>();
+      host.root_interface = h.value("root_interface", "");
+      lab.hosts.push_back(std::move(host));
+    }
+    for (const Json& s : j.value("switches", Json::array())) {
+      LabSwitch sw;
+      sw.id = s.at("id").get<std::string>();
+      sw.device_id = s.at("device_id").get<uint64_t>();
+      const std::string address = s.at("grpc_address").get<std::string>();
+      const size_t colon = address.rfind(':');
+      if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &sw.grpc_port))
+        return bad(absl::StrCat("switches: bad grpc_address \"", address, "\""));
+      sw.log = s.value("log", "");
+      for (const Json& port : s.value("ports", Json::array())) {
+        sw.ports.push_back({port.at("port").get<uint32_t>(), port.at("interface").get<std::string>(),
+                            port.value("link", "")});
+      }
+      lab.switches.push_back(std::move(sw));
     }
   } catch (const Json::exception& e) {
     return bad(e.what());
@@ -845,6 +878,56 @@ absl::Status StartController(Lab* lab, const core::Topology& topology, const UpA
   return absl::OkStatus();
 }
 
+// One end of a link: an interface, in a host's namespace or (ns empty) the root namespace.
+struct LinkEnd {
+  std::string ns;
+  std::string interface;
+};
+
+// The ends of link `id` (both switch ports of a switch link; the switch port and the host's
+// eth0 of a host link). Empty when the lab has no such link.
+std::vector<LinkEnd> LinkEnds(const Lab& lab, const std::string& id) {
+  std::vector<LinkEnd> ends;
+  for (const LabSwitch& s : lab.switches) {
+    for (const LabPort& p : s.ports) {
+      if (p.link != id) continue;
+      ends.push_back({"", p.interface});
+      for (const LabHost& h : lab.hosts) {
+        if (h.root_interface == p.interface) ends.push_back({h.ns, "eth0"});
+      }
+    }
+  }
+  return ends;
+}
+
+// Cuts (`down`) or restores a link. A cut link keeps its interfaces up and drops every frame sent
+// into it, at both ends (a root qdisc `pfifo limit 0`): BMv2 stops receiving on *all* its ports
+// once one of its interfaces goes down (libpcap reports an error and its receive loop ends), so
+// `ip link set down` would take the whole switch with it.
+absl::Status CutLink(const Tools& tools, const std::vector<LinkEnd>& ends, bool down) {
+  for (const LinkEnd& end : ends) {
+    std::vector<std::string> argv = {tools.tc};
+    if (!end.ns.empty()) argv.insert(argv.end(), {"-n", end.ns});
+    if (down) {
+      argv.insert(argv.end(),
+                  {"qdisc", "replace", "dev", end.interface, "root", "pfifo", "limit", "0"});
+      if (auto s = Check(argv); !s.ok()) return s;
+    } else {
+      argv.insert(argv.end(), {"qdisc", "del", "dev", end.interface, "root"});
+      auto r = RunCommand(argv);
+      if (!r.ok()) return r.status();
+      // Deleting the default qdisc of an interface that was never cut fails harmlessly.
+      if (r->exit != 0 && r->output.find("Cannot delete qdisc with handle of zero") ==
+                              std::string::npos &&
+          r->output.find("No such file or directory") == std::string::npos) {
+        return absl::InternalError(absl::StrCat("`", CommandLine(argv), "` failed (exit ", r->exit,
+                                                "): ", absl::StripAsciiWhitespace(r->output)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BringUp(Lab* lab, const core::Topology& input, const UpArgs& args,
                      const std::string& bmv2, const Tools& tools) {
   if (auto s = BuildNetwork(*lab, input, tools); !s.ok()) return s;
@@ -873,16 +956,10 @@ absl::Status BringUp(Lab* lab, const core::Topology& input, const UpArgs& args,
   for (size_t i = 0; i < lab->switches.size(); ++i) {
     if (auto s = AwaitBmv2(lab->switches[i], bmv2s[i], log_offsets[i]); !s.ok()) return s;
   }
-  // Links that are down in the topology: created up (BMv2 attaches only interfaces that are up),
-  // now set down on the switch side.
-  for (size_t j = 0; j < input.links.size(); ++j) {
-    if (input.links[j].status != core::LinkStatus::kDown) continue;
-    for (const std::string& name : lab->root_interfaces) {
-      const std::string base = absl::StrCat(lab->prefix, "l", j);
-      if (name == base || name == base + "a" || name == base + "b") {
-        if (auto s = Check({tools.ip, "link", "set", name, "down"}); !s.ok()) return s;
-      }
-    }
+  // Links that are down in the topology: cut (their interfaces stay up, see CutLink).
+  for (const core::Link& link : input.links) {
+    if (link.status != core::LinkStatus::kDown) continue;
+    if (auto s = CutLink(tools, LinkEnds(*lab, link.id), /*down=*/true); !s.ok()) return s;
   }
   core::Topology topology = input;
   for (size_t i = 0; i < topology.switches.size(); ++i) {
@@ -930,8 +1007,9 @@ void PrintSummary(const Lab& lab) {
 }
 
 absl::StatusOr<Tools> FindTools() {
-  Tools tools{FindInPath("ip", true), FindInPath("sysctl", true)};
+  Tools tools{FindInPath("ip", true), FindInPath("sysctl", true), FindInPath("tc", true)};
   if (tools.ip.empty()) return absl::NotFoundError("`ip` (iproute2) not found");
+  if (tools.tc.empty()) return absl::NotFoundError("`tc` (iproute2) not found");
   if (tools.sysctl.empty()) return absl::NotFoundError("`sysctl` (procps) not found");
   return tools;
 }
@@ -1063,6 +1141,144 @@ int LabDown(const std::string& dir_arg) {
   return errors.empty() ? kExitOk : kExitFailure;
 }
 
+// Reads DIR/lab.json for `switch` and `link`; prints the problem and sets *exit when it cannot.
+std::optional<Lab> LoadRunningLab(const std::string& dir, int* exit) {
+  const std::string file = dir + "/lab.json";
+  *exit = kExitFailure;
+  auto text = ReadFile(file);
+  if (!text.ok()) {
+    std::cerr << "inac: no lab in " << dir << ": " << text.status().message() << "\n";
+    return std::nullopt;
+  }
+  Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  auto lab = j.is_discarded() ? absl::InvalidArgumentError(file + ": not valid JSON")
+                              : LabFromJson(j, file);
+  if (!lab.ok()) {
+    std::cerr << "inac: " << lab.status().message() << "\n";
+    *exit = kExitBadInput;
+    return std::nullopt;
+  }
+  if (lab->state != "up") {
+    std::cerr << "inac: the lab in " << dir << " is " << (lab->state.empty() ? "?" : lab->state)
+              << ", not up\n";
+    return std::nullopt;
+  }
+  lab->dir = dir;
+  *exit = kExitOk;
+  return *std::move(lab);
+}
+
+// `inac lab switch kill|start|restart`: a switch failure, as an operator would cause one. `kill`
+// SIGKILLs the switch's BMv2 (a crash: its tables, registers and multicast groups are lost);
+// `start` starts it again with the command line of `up`, empty (no pipeline), on the same
+// interfaces and gRPC port, and waits until it answers; `restart` does both.
+int LabSwitchVerb(const std::string& dir_arg, const std::string& op, const std::string& id) {
+  const std::string dir = fs::absolute(dir_arg).lexically_normal().string();
+  if (!IsRoot("switch")) return kExitFailure;
+  DirLock lock(dir);
+  if (!lock.Held(dir)) return kExitFailure;
+  int exit = kExitOk;
+  std::optional<Lab> lab = LoadRunningLab(dir, &exit);
+  if (!lab) return exit;
+  const LabSwitch* sw = nullptr;
+  for (const LabSwitch& s : lab->switches) {
+    if (s.id == id) sw = &s;
+  }
+  ProcessInfo* process = nullptr;
+  for (ProcessInfo& p : lab->processes) {
+    if (p.name == "bmv2 " + id) process = &p;
+  }
+  if (sw == nullptr || process == nullptr) {
+    std::vector<std::string> ids;
+    for (const LabSwitch& s : lab->switches) ids.push_back(s.id);
+    std::cerr << "inac: no switch \"" << id << "\" in the lab (switches: "
+              << absl::StrJoin(ids, ", ") << ")\n";
+    return kExitBadInput;
+  }
+  if (op == "kill" || op == "restart") {
+    if (Running(*process)) {
+      kill(process->pid, SIGKILL);
+      for (auto end = Clock::now() + kKillGrace; Running(*process) && Clock::now() < end;) {
+        std::this_thread::sleep_for(kPoll);
+      }
+      if (Running(*process)) {
+        std::cerr << "inac: switch " << id << ": BMv2 (pid " << process->pid
+                  << ") does not die on SIGKILL\n";
+        return kExitFailure;
+      }
+      std::cout << "switch " << id << ": killed BMv2 (pid " << process->pid << ")\n";
+    } else {
+      std::cout << "switch " << id << ": BMv2 was not running\n";
+    }
+  }
+  if (op == "start" || op == "restart") {
+    if (Running(*process)) {
+      std::cerr << "inac: switch " << id << ": BMv2 already runs (pid " << process->pid << ")\n";
+      return kExitFailure;
+    }
+    if (process->argv.empty()) {
+      std::cerr << "inac: " << dir << "/lab.json does not record how switch " << id
+                << " was started (a lab made by an older inac): take the lab down and up\n";
+      return kExitFailure;
+    }
+    const uint64_t offset = FileSize(sw->log);
+    auto started = SpawnDetached(process->name, process->argv, sw->log);
+    if (!started.ok()) {
+      std::cerr << "inac: switch " << id << ": " << started.status().message() << "\n";
+      return kExitFailure;
+    }
+    *process = *started;
+    if (auto s = WriteLab(*lab); !s.ok()) {
+      std::cerr << "inac: " << s.message() << "\n";
+      return kExitFailure;
+    }
+    if (auto s = AwaitBmv2(*sw, *process, offset); !s.ok()) {
+      std::cerr << "inac: " << s.message() << "\n";
+      return kExitFailure;
+    }
+    std::cout << "switch " << id << ": BMv2 started (pid " << process->pid << ", gRPC "
+              << sw->address() << "), empty: the controller pushes its pipeline and entries\n";
+  }
+  return kExitOk;
+}
+
+// `inac lab link down|up`: cuts or restores a link (every frame sent into it is dropped, in both
+// directions; see CutLink). The controller is not told: report it (PATCH /links/{id}).
+int LabLinkVerb(const std::string& dir_arg, const std::string& op, const std::string& id) {
+  const std::string dir = fs::absolute(dir_arg).lexically_normal().string();
+  if (!IsRoot("link")) return kExitFailure;
+  auto tools = FindTools();
+  if (!tools.ok()) {
+    std::cerr << "inac: " << tools.status().message() << "\n";
+    return kExitFailure;
+  }
+  DirLock lock(dir);
+  if (!lock.Held(dir)) return kExitFailure;
+  int exit = kExitOk;
+  std::optional<Lab> lab = LoadRunningLab(dir, &exit);
+  if (!lab) return exit;
+  const std::vector<LinkEnd> ends = LinkEnds(*lab, id);
+  if (ends.empty()) {
+    std::cerr << "inac: no link \"" << id << "\" in the lab (see " << dir
+              << "/topology.json)\n";
+    return kExitBadInput;
+  }
+  if (auto s = CutLink(*tools, ends, op == "down"); !s.ok()) {
+    std::cerr << "inac: " << s.message() << "\n";
+    return kExitFailure;
+  }
+  std::vector<std::string> names;
+  for (const LinkEnd& e : ends) names.push_back(e.ns.empty() ? e.interface : e.ns + ":" + e.interface);
+  std::cout << "link " << id << ": " << (op == "down" ? "cut" : "restored") << " ("
+            << absl::StrJoin(names, ", ") << ")";
+  if (!lab->controller_url.empty()) {
+    std::cout << "; tell the controller: inac --server " << lab->controller_url << " topo link " << id
+              << " " << op;
+  }
+  std::cout << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FindBmv2(const std::string& explicit_path) {
@@ -1163,6 +1379,28 @@ void AddLabCommand(CLI::App& app) {
   down->add_option("--dir", *dir, "The folder given to `inac lab up`")->required();
   down->callback([dir] {
     int code = LabDown(*dir);
+    if (code != kExitOk) throw CLI::RuntimeError(code);
+  });
+
+  auto target = std::make_shared<std::array<std::string, 3>>();  // dir, op, id
+  CLI::App* sw = lab->add_subcommand(
+      "switch", "Kill, start or restart one switch's BMv2 (a crash; started empty)");
+  sw->add_option("op", (*target)[1], "kill | start | restart")
+      ->required()
+      ->check(CLI::IsMember({"kill", "start", "restart"}));
+  sw->add_option("switch", (*target)[2], "The switch id")->required();
+  sw->add_option("--dir", (*target)[0], "The folder given to `inac lab up`")->required();
+  sw->callback([target] {
+    int code = LabSwitchVerb((*target)[0], (*target)[1], (*target)[2]);
+    if (code != kExitOk) throw CLI::RuntimeError(code);
+  });
+  CLI::App* link = lab->add_subcommand(
+      "link", "Cut or restore one link (the controller is not told: PATCH /links/{id})");
+  link->add_option("op", (*target)[1], "down | up")->required()->check(CLI::IsMember({"down", "up"}));
+  link->add_option("link", (*target)[2], "The link id")->required();
+  link->add_option("--dir", (*target)[0], "The folder given to `inac lab up`")->required();
+  link->callback([target] {
+    int code = LabLinkVerb((*target)[0], (*target)[1], (*target)[2]);
     if (code != kExitOk) throw CLI::RuntimeError(code);
   });
 }

@@ -334,6 +334,8 @@ absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topolog
   }
   std::sort(plan.jobs.begin(), plan.jobs.end(),
             [](const core::JobPlan& a, const core::JobPlan& b) { return a.job_id < b.job_id; });
+  // A job aggregated differently than in the previous plan gets new tags (core/plan.h).
+  core::CarryAggregationGenerations(previous, &plan);
   return plan;
 }
 
@@ -1034,6 +1036,7 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
   const core::JobPlan* jp = p.FindJob(id);
   if (!jp) return config;
   config.plan_version = p.version;
+  config.generation = jp->generation;
   config.algorithm = p.algorithm;
   config.batch_size = jp->batch_size;
   config.priority = jp->priority;
@@ -1049,7 +1052,7 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
     JobConfig::Shard shard;
     shard.ps = ps;
     shard.share = share;
-    shard.tag = core::AggregationTag(id, ps_index++);
+    shard.tag = core::AggregationTag(id, ps_index++, 0, jp->generation);
     if (topology->has_value()) shard.ps_address = core::NodeAddress((*topology)->topology, ps);
     for (const auto& intent : *intents) {
       for (const auto& g : intent.jobs) {
@@ -1081,7 +1084,7 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
   for (const auto& [ps, share] : jp->ps_shares) {
     for (const core::ChunkRange& range : core::ChunkRangesOf(*jp, ps)) {
       JobConfig::Tag tag;
-      tag.tag = core::AggregationTag(id, ps_index, range.index);
+      tag.tag = core::AggregationTag(id, ps_index, range.index, jp->generation);
       tag.ps = ps;
       tag.ps_address = core::NodeAddress(t, ps);
       tag.share = share;

@@ -97,6 +97,7 @@ struct SwitchStatus {
 struct JobConfig {
   core::Job job;
   int64_t plan_version = 0;
+  uint32_t generation = 0;  // the job's aggregation generation (core::JobPlan::generation)
   std::string algorithm;
   int batch_size = 0;
   int priority = 0;

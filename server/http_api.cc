@@ -225,6 +225,7 @@ Json ConfigJson(const JobConfig& c) {
   j["job_id"] = c.job.id;
   j["state"] = std::string(core::JobStateName(c.job.state));
   j["plan_version"] = c.plan_version;
+  j["generation"] = c.generation;
   j["algorithm"] = c.algorithm;
   j["batch_size"] = c.batch_size;
   j["gradient_bytes"] = c.job.spec.gradient_bytes;

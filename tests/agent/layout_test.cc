@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/layout.h"
+#include "agent_fixtures.h"
 
 namespace inac::agent {
 namespace {
@@ -157,6 +158,42 @@ TEST(LayoutTest, RefusesRangesThatDoNotTile) {
   EXPECT_EQ(ComputeLayout(c, 10).status().code(), absl::StatusCode::kFailedPrecondition);
   c.tags = {Tag(1, "a", 1, 0, 1)};
   EXPECT_EQ(ComputeLayout(c, -1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MatchTagsTest, SameLanesPsAndMembersMatchWhateverTheTagValues) {
+  using testing::DirectTag;
+  JobConfig from;
+  from.job_id = 3;
+  from.tags = {DirectTag(193, "psb", 11, 0.5, 0, 1, {"w1", "w2"}, {2, 3}),
+               DirectTag(192, "psa", 10, 0.5, 0, 1, {"w1", "w2"}, {2, 3})};
+  JobConfig to = from;
+  to.plan_version = 9;
+  std::swap(to.tags[0], to.tags[1]);
+  to.tags[0].tag += 1u << 30;
+  to.tags[1].tag += 1u << 30;
+  std::reverse(to.tags[1].members.begin(), to.tags[1].members.end());
+  auto a = ComputeLayout(from, 1000);
+  auto b = ComputeLayout(to, 1000);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // The layouts differ (the PS order follows the tags' order), so the tags do not match.
+  auto swapped = MatchTags(from, *a, to, *b);
+  EXPECT_EQ(swapped.status().code(), absl::StatusCode::kFailedPrecondition);
+  std::swap(to.tags[0], to.tags[1]);
+  b = ComputeLayout(to, 1000);
+  auto match = MatchTags(from, *a, to, *b);
+  ASSERT_TRUE(match.ok()) << match.status();
+  EXPECT_EQ(*match, (std::vector<size_t>{0, 1}));
+  // Another member, another range, another job: refused.
+  JobConfig other = to;
+  other.tags[0].members[1].worker = "w9";
+  EXPECT_FALSE(MatchTags(from, *a, other, *ComputeLayout(other, 1000)).ok());
+  other = to;
+  other.tags[0].end = 0.5;
+  other.tags.push_back(DirectTag(194, "psb", 11, 0.5, 0.5, 1, {"w1", "w2"}, {2, 3}));
+  EXPECT_FALSE(MatchTags(from, *a, other, *ComputeLayout(other, 1000)).ok());
+  other = to;
+  other.job_id = 4;
+  EXPECT_FALSE(MatchTags(from, *a, other, *b).ok());
 }
 
 }  // namespace

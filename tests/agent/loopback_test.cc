@@ -5,6 +5,7 @@
 // scripted PS checks the worker's side of the contract: slots, windows, retransmissions.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -33,8 +34,11 @@ struct AgentRun {
 
 // Runs one PS agent per distinct PS of `config` (bound to its ps_address) and one worker agent
 // per member, all on `port`, until they finish.
+// With `feed`, every agent follows the configurations published there, and `on_first_iteration`
+// runs when the first worker finished its first iteration.
 AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t iterations,
-                double drop_percent, uint32_t window = 0) {
+                double drop_percent, uint32_t window = 0, const ConfigFeed* feed = nullptr,
+                std::function<void()> on_first_iteration = nullptr) {
   std::map<std::string, uint32_t> pss;
   std::map<std::string, uint32_t> workers;
   for (const auto& t : config.tags) {
@@ -58,6 +62,7 @@ AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t i
     o.linger_ms = 300;
     o.unicast_results = true;
     o.window = window;
+    o.updates = feed;
     o.socket = SocketOptions{address, port, drop_percent, address};
     threads.emplace_back([&, i] { run.ps[i] = RunPs(config, ps_options[i]); });
     ++i;
@@ -76,6 +81,12 @@ AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t i
     o.give_up_ms = 30000;
     o.socket = SocketOptions{address, port, drop_percent, address};
     o.result = &run.results[i];
+    o.updates = feed;
+    if (i == 0 && on_first_iteration) {
+      o.on_iteration = [&](const IterationStats& s) {
+        if (s.iteration == 0) on_first_iteration();
+      };
+    }
     threads.emplace_back([&, i] { run.workers[i] = RunWorker(config, worker_options[i]); });
     ++i;
   }
@@ -139,6 +150,29 @@ TEST(LoopbackTest, ExactUnderLossWithRetransmissions) {
   EXPECT_GT(ps.counters.retransmit, 0);
   EXPECT_EQ(ps.counters.contributions, 3 * 2 * 100);  // each counted once despite copies
   EXPECT_EQ(ps.counters.violation, 0);
+}
+
+// A re-plan between the first worker's first and second iteration gives the tag a new value
+// (another generation): the others may still be in their first iteration, with chunks in flight
+// under the old value. Every sum stays exact and every agent runs under both plans.
+TEST(LoopbackTest, AgentsFollowAReplanThatChangesTheTag) {
+  const JobConfig c = OnePsThreeWorkers(4);
+  JobConfig next = c;
+  next.plan_version = 2;
+  next.tags[0].tag += 1u << 30;
+  ConfigFeed feed;
+  AgentRun run = RunAll(c, PickUdpPort(), 12400, 3, 1.0, /*window=*/8, &feed,
+                        [&] { feed.Publish(next); });
+  ASSERT_TRUE(run.ps[0].ok()) << run.ps[0].status();
+  EXPECT_TRUE(run.ps[0]->complete);
+  EXPECT_EQ(run.ps[0]->counters.contributions, 3 * 3 * 200);
+  EXPECT_EQ(run.ps[0]->counters.violation, 0);
+  EXPECT_EQ(run.ps[0]->plans, (std::vector<int64_t>{0, 2}));
+  for (const auto& w : run.workers) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->checked);
+    EXPECT_EQ(w->plans, (std::vector<int64_t>{0, 2}));
+  }
 }
 
 TEST(LoopbackTest, TwoPssAndSplitRangesWithASmallWindow) {

@@ -64,6 +64,7 @@ class PsAccountingTest : public ::testing::Test {
       ready_ = true;
       cv_.notify_all();
     };
+    options_.updates = &feed_;
     ps_ = std::thread([this] { report_ = RunPs(config_, options_); });
     std::unique_lock<std::mutex> lock(mu_);
     ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(10), [&] { return ready_; }))
@@ -72,9 +73,9 @@ class PsAccountingTest : public ::testing::Test {
 
   // Sends from 127.77.20.`host` and waits (bounded) until the PS handled it.
   void Send(uint32_t host, uint32_t chunk, uint8_t flags, uint64_t bitmap, uint8_t count,
-            int32_t lane_value) {
+            int32_t lane_value, uint32_t tag = 640) {
     InaPacket p;
-    p.tag = 640;
+    p.tag = tag;
     p.chunk = chunk;
     p.slot = chunk;
     p.flags = flags;
@@ -114,6 +115,7 @@ class PsAccountingTest : public ::testing::Test {
   }
 
   JobConfig config_;
+  ConfigFeed feed_;
   PsOptions options_;
   uint16_t port_ = 0;
   std::map<uint32_t, std::unique_ptr<UdpSocket>> sockets_;
@@ -221,6 +223,69 @@ TEST_F(PsAccountingTest, IgnoresForeignTagsChunksAndResults) {
   EXPECT_EQ(c.contributions, 9);
   EXPECT_EQ(c.in_network, 9);
   EXPECT_TRUE(report_->complete);
+}
+
+// A re-plan during the run: s1 now sums w3 and w1 (bits 0 and 1) under the job's next tag value,
+// w2 goes to the PS alone, s2 is gone. Each packet is read with the inputs of its own tag value.
+TEST_F(PsAccountingTest, ReplanReadsEachPacketWithTheInputsOfItsTag) {
+  constexpr uint32_t kNewTag = 640 + (1u << 30);  // generation 1 (core::AggregationTag)
+  // Chunk 0 under the old plan: w1 + w2 from s1.
+  Send(10, 0, kFlagFallback, 0b011, 2, 3);
+  JobConfig next = config_;
+  next.plan_version = 2;
+  JobConfig::Tag& t = next.tags[0];
+  t.tag = kNewTag;
+  t.members = {{"w3", Loopback(77, kB, 4), "s1"},  // another member order: matched by id
+               {"w1", Loopback(77, kB, 2), "s1"},
+               {"w2", Loopback(77, kB, 3), "ps"}};
+  t.aggregators = {{"s1", Loopback(77, kB, 10), {"w3", "w1"}, 0, 64, 0, 64}};
+  feed_.Publish(next);
+  // Chunk 0: bit 0 of s1 under the new tag is w3 (under the old one it was w1): complete.
+  Send(10, 0, kFlagFallback, 0b01, 1, 4, kNewTag);
+  InaPacket r0 = Result();
+  EXPECT_EQ(r0.chunk, 0u);
+  EXPECT_EQ(r0.tag, kNewTag);  // results carry the latest value
+  EXPECT_EQ(r0.lanes[0], 7);
+  // Chunk 1: w1 + w2 under the old tag, then the new plan's w3 + w1 (overlaps w1 across the
+  // re-plan: dropped, not a violation), then w3 alone under the new tag.
+  Send(10, 1, kFlagFallback, 0b011, 2, 10);
+  Send(10, 1, kFlagAggregate, 0b11, 2, 1000, kNewTag);
+  Send(10, 1, kFlagFallback | kFlagRetransmit, 0b01, 1, 5, kNewTag);
+  InaPacket r1 = Result();
+  EXPECT_EQ(r1.chunk, 1u);
+  EXPECT_EQ(r1.lanes[0], 15);
+  // Chunk 2, late packets of the old plan: s2's w3, then s1's w1 + w2 (its old bits 0 and 1).
+  Send(11, 2, kFlagFallback, 0b1, 1, 1);
+  Send(10, 2, kFlagFallback, 0b011, 2, 2);
+  InaPacket r2 = Result();
+  EXPECT_EQ(r2.chunk, 2u);
+  EXPECT_EQ(r2.lanes[0], 3);
+  EXPECT_EQ(r2.tag, kNewTag);
+  Finish();
+  const PsCounters& c = report_->counters;
+  EXPECT_TRUE(report_->complete);
+  EXPECT_EQ(c.violation, 0);
+  EXPECT_EQ(c.replan_overlap, 1);
+  EXPECT_EQ(c.contributions, 9);
+  EXPECT_EQ(report_->plans, (std::vector<int64_t>{0, 2}));
+}
+
+// A re-plan that cuts the gradient differently cannot continue: the run fails and says why.
+TEST_F(PsAccountingTest, ReplanWithAnotherLayoutFails) {
+  JobConfig next = config_;
+  next.plan_version = 3;
+  next.tags[0].end = 0.5;
+  JobConfig::Tag second = next.tags[0];
+  second.tag = 641;
+  second.begin = 0.5;
+  second.end = 1;
+  next.tags.push_back(second);
+  feed_.Publish(next);  // taken within the PS's next 50 ms wait
+  ps_.join();
+  ASSERT_FALSE(report_.ok());
+  EXPECT_EQ(report_.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(report_.status().message().find("cuts the gradient differently"), std::string::npos)
+      << report_.status();
 }
 
 }  // namespace

@@ -229,6 +229,7 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
     JobPlan jp;
     jp.job_id = 1 + j;
     jp.priority = rng() % 3;
+    jp.generation = rng() % 6;  // tags carry it (core::AggregationTag)
     for (int p = 0; p < pss; ++p) jp.ps_shares[hosts[workers + p]] = 1.0 / pss;
     for (const auto& [ps, share] : jp.ps_shares) {
       const bool split = rng() % 3 == 0;
@@ -285,7 +286,7 @@ std::map<uint32_t, std::set<std::string>> WorkersByTag(const Plan& plan) {
         split |= f.fraction < 1;
         workers.insert(f.worker);
       }
-      for (int r = 0; r < (split ? 2 : 1); ++r) out[AggregationTag(jp.job_id, ps_index, r)] = workers;
+      for (int r = 0; r < (split ? 2 : 1); ++r) out[AggregationTag(jp.job_id, ps_index, r, jp.generation)] = workers;
       ++ps_index;
     }
   }
@@ -297,7 +298,7 @@ std::string PsOfTag(const Plan& plan, uint32_t tag) {
     int ps_index = 0;
     for (const auto& [ps, share] : jp.ps_shares) {
       for (int r = 0; r < kMaxRangesPerShard; ++r) {
-        if (AggregationTag(jp.job_id, ps_index, r) == tag) return ps;
+        if (AggregationTag(jp.job_id, ps_index, r, jp.generation) == tag) return ps;
       }
       ++ps_index;
     }

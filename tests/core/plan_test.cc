@@ -34,6 +34,55 @@ Plan OneJob() {
   return plan;
 }
 
+TEST(AggregationGenerationTest, KeptWhileTheAggregationIsTheSameBumpedWhenItChanges) {
+  Plan previous = OneJob();
+  previous.jobs[0].generation = 3;
+  // Same aggregation, other paths, grants and priority: the generation is kept.
+  Plan same = OneJob();
+  same.jobs[0].aggregators = {{"s1", 8}};
+  same.jobs[0].priority = 9;
+  same.jobs[0].aggregator_paths.clear();
+  CarryAggregationGenerations(&previous, &same);
+  EXPECT_EQ(same.jobs[0].generation, 3u);
+  // w3 now aggregated at s2: every tag of the job changes.
+  Plan moved = OneJob();
+  moved.jobs[0].flows[2].aggregation_node = "s2";
+  CarryAggregationGenerations(&previous, &moved);
+  EXPECT_EQ(moved.jobs[0].generation, 4u);
+  // A worker's gradient split over two aggregation nodes: other ranges, other tags.
+  Plan split = OneJob();
+  split.jobs[0].flows[0].fraction = 0.5;
+  split.jobs[0].flows.push_back({"w1", "ps", "s2", {"w1", "s1", "s2"}, 0.5});
+  CarryAggregationGenerations(&previous, &split);
+  EXPECT_EQ(split.jobs[0].generation, 4u);
+  // A job the previous plan does not hold, or no previous plan: generation 0.
+  Plan other = OneJob();
+  other.jobs[0].job_id = 7;
+  other.jobs[0].generation = 5;
+  CarryAggregationGenerations(&previous, &other);
+  EXPECT_EQ(other.jobs[0].generation, 0u);
+  CarryAggregationGenerations(nullptr, &moved);
+  EXPECT_EQ(moved.jobs[0].generation, 0u);
+}
+
+TEST(AggregationGenerationTest, GenerationBitsInTheTagMulticastGroupKept) {
+  EXPECT_EQ(AggregationTag(2, 1, 3, 0), 2u * 64 + 8 + 3);
+  EXPECT_EQ(AggregationTag(2, 1, 3, 1), (1u << 30) + 2 * 64 + 8 + 3);
+  EXPECT_EQ(AggregationTag(2, 1, 3, 6), (2u << 30) + 2 * 64 + 8 + 3);  // two bits
+  EXPECT_EQ(BaseTag(AggregationTag(2, 1, 3, 7)), AggregationTag(2, 1, 3));
+  Topology t = Small();
+  Plan plan = OneJob();
+  auto before = DeriveSwitchIntents(t, plan);
+  plan.jobs[0].generation = 1;
+  auto after = DeriveSwitchIntents(t, plan);
+  ASSERT_EQ(after[0].jobs.size(), 1u);
+  EXPECT_EQ(after[0].jobs[0].tag, AggregationTag(2, 0, 0, 1));
+  for (const AggregationInputIntent& in : after[0].inputs) EXPECT_EQ(in.tag, after[0].jobs[0].tag);
+  for (const RouteIntent& r : after[1].routes) EXPECT_EQ(r.tag, after[0].jobs[0].tag);
+  // Same multicast group (and per-tag counter cells) in both generations.
+  EXPECT_EQ(after[0].jobs[0].multicast_group, before[0].jobs[0].multicast_group);
+}
+
 TEST(DeriveSwitchIntentsTest, AggregationInputsRoutesAndMulticast) {
   Topology t = Small();
   auto intents = DeriveSwitchIntents(t, OneJob());

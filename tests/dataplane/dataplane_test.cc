@@ -127,25 +127,29 @@ class DataplaneTest : public ::testing::Test {
     std::string log;
   };
 
-  // Runs `inac ps` on `ps` and `inac worker --check` on every worker of the job, in their
-  // namespaces; waits for all of them (bounded).
-  std::vector<AgentRun> RunAllReduce(int64_t job, const std::vector<std::string>& workers,
-                                     const std::string& ps,
-                                     const std::vector<std::string>& worker_extra = {},
-                                     const std::vector<std::string>& ps_extra = {}) {
+  // The agents of one all-reduce, started and not yet waited for.
+  struct AllReduce {
     std::vector<std::unique_ptr<ChildProcess>> procs;
-    std::vector<AgentRun> runs;
+    std::vector<AgentRun> runs;  // runs[0] is the PS
+  };
+
+  // Starts `inac ps` on `ps` and `inac worker --check` on every worker of the job, in their
+  // namespaces.
+  AllReduce StartAllReduce(int64_t job, const std::vector<std::string>& workers,
+                           const std::string& ps, const std::vector<std::string>& worker_extra = {},
+                           const std::vector<std::string>& ps_extra = {}) {
+    AllReduce a;
     auto start = [&](const std::string& verb, const std::string& flag, const std::string& host,
                      const std::vector<std::string>& extra) {
       std::vector<std::string> args = {verb,      "--job",   absl::StrCat(job), flag, host,
                                        "--netns", ns_[host], "--server",        url_, "--json"};
       args.insert(args.end(), extra.begin(), extra.end());
-      const std::string log = absl::StrCat(dir_, "/", verb, "-", host, ".log");
+      const std::string log = absl::StrCat(dir_, "/", verb, "-", job, "-", host, ".log");
       auto p = ChildProcess::Start(args, log);
       EXPECT_TRUE(p.ok()) << p.status();
       if (!p.ok()) return;
-      procs.push_back(*std::move(p));
-      runs.push_back({host, -1, Json(), log});
+      a.procs.push_back(*std::move(p));
+      a.runs.push_back({host, -1, Json(), log});
     };
     start("ps", "--ps", ps, ps_extra);
     for (const std::string& w : workers) {
@@ -153,15 +157,26 @@ class DataplaneTest : public ::testing::Test {
       extra.insert(extra.end(), worker_extra.begin(), worker_extra.end());
       start("worker", "--worker", w, extra);
     }
-    // Workers first (they finish when every result arrived), then the PS.
-    for (size_t i = procs.size(); i-- > 0;) {
-      runs[i].exit = procs[i]->Wait(absl::Seconds(240));
-      const std::string text = ReadAll(runs[i].log);
-      runs[i].report = LastJsonObject(text);
-      if (runs[i].exit != 0)
-        std::printf("--- %s ---\n%s\n", runs[i].log.c_str(), LogTail(runs[i].log).c_str());
+    return a;
+  }
+
+  // Waits for every agent of `a` (bounded): workers first (they finish when every result
+  // arrived), then the PS.
+  std::vector<AgentRun> Wait(AllReduce a) {
+    for (size_t i = a.procs.size(); i-- > 0;) {
+      a.runs[i].exit = a.procs[i]->Wait(absl::Seconds(240));
+      a.runs[i].report = LastJsonObject(ReadAll(a.runs[i].log));
+      if (a.runs[i].exit != 0)
+        std::printf("--- %s ---\n%s\n", a.runs[i].log.c_str(), LogTail(a.runs[i].log).c_str());
     }
-    return runs;
+    return std::move(a.runs);
+  }
+
+  std::vector<AgentRun> RunAllReduce(int64_t job, const std::vector<std::string>& workers,
+                                     const std::string& ps,
+                                     const std::vector<std::string>& worker_extra = {},
+                                     const std::vector<std::string>& ps_extra = {}) {
+    return Wait(StartAllReduce(job, workers, ps, worker_extra, ps_extra));
   }
 
   // GET /jobs/{id}'s ina_counters from a read of every switch made after `after_ms` (Unix ms),
@@ -264,6 +279,61 @@ TEST_F(DataplaneTest, LeafSpineAggregatesAwayFromTheTorExactly) {
   std::printf("[ info ] ps report: %s\n", runs[0].report.dump().c_str());
   ASSERT_TRUE(runs[0].report.is_object()) << "no report from the PS";
   EXPECT_GT(runs[0].report.value("in_network_share", 0.0), 0.0);
+}
+
+// Two jobs share one switch's aggregator pool (ESA, the controller's default memory policy), each
+// running a window of chunks larger than its grant, so their slots collide: the higher-priority
+// job's packets evict the other job's partial sums (ESA preemption), which leave for their PS as
+// FALLBACK, and both all-reduces stay exact.
+TEST_F(DataplaneTest, TwoJobsBeyondTheirGrantsPreemptAndStayExact) {
+  constexpr int64_t kPool = 128;
+  StartLab(Star(6, kPool));
+  if (HasFatalFailure()) return;
+  const std::vector<std::string> low_workers = {"h0", "h1"}, high_workers = {"h2", "h3"};
+  const int64_t low = SubmitAndAwaitRunning(JobBody("low", low_workers, "h4", /*priority=*/1));
+  ASSERT_GT(low, 0);
+  const int64_t high = SubmitAndAwaitRunning(JobBody("high", high_workers, "h5", /*priority=*/9));
+  ASSERT_GT(high, 0);
+  // Both jobs aggregate at s0 with grants that together fit the pool.
+  Rest rest(host_port_);
+  int64_t granted = 0;
+  for (int64_t job : {low, high}) {
+    Response config = rest.Get(absl::StrCat("/jobs/", job, "/config"));
+    ASSERT_EQ(config.status, 200);
+    std::printf("[ info ] job %lld tags: %s\n", static_cast<long long>(job),
+                config.body["tags"].dump().c_str());
+    for (const Json& tag : config.body["tags"]) {
+      ASSERT_EQ(tag["aggregators"].size(), 1u) << tag.dump();
+      const Json& a = tag["aggregators"][0];
+      EXPECT_EQ(a["aggregator_count"].get<int64_t>(), kPool) << "ESA shares the whole pool";
+      granted += a["window"].get<int64_t>();
+    }
+  }
+  ASSERT_GT(granted, 0);
+  ASSERT_LE(granted, kPool);
+  // Every worker runs the whole pool's worth of chunks at once: twice what both grants add up to
+  // at most, so the two jobs' slots overlap.
+  const std::vector<std::string> args = {"--size", "262144", "--window", absl::StrCat(kPool)};
+  const std::vector<std::string> ps_args = {"--size", "262144"};
+  AllReduce a = StartAllReduce(low, low_workers, "h4", args, ps_args);
+  AllReduce b = StartAllReduce(high, high_workers, "h5", args, ps_args);
+  std::vector<AgentRun> low_runs = Wait(std::move(a));
+  std::vector<AgentRun> high_runs = Wait(std::move(b));
+  const int64_t finished_ms = absl::ToUnixMillis(absl::Now()) + 500;
+  for (const auto* runs : {&low_runs, &high_runs}) {
+    for (const AgentRun& r : *runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+    std::printf("[ info ] ps %s: %s\n", (*runs)[0].host.c_str(), (*runs)[0].report.dump().c_str());
+  }
+  Json low_counters = AwaitCounters(low, finished_ms);
+  Json high_counters = AwaitCounters(high, finished_ms);
+  std::printf("[ info ] low-priority job counters: %s\n", low_counters.dump().c_str());
+  std::printf("[ info ] high-priority job counters: %s\n", high_counters.dump().c_str());
+  // The low-priority job lost aggregators to the high-priority one; the reverse never happens.
+  EXPECT_GT(low_counters.value("preempted_packets", int64_t{0}), 0);
+  EXPECT_EQ(high_counters.value("preempted_packets", int64_t{0}), 0);
+  // Both were still mostly aggregated in the network.
+  EXPECT_GT(low_counters.value("aggregated_packets", int64_t{0}), 0);
+  EXPECT_GT(high_counters.value("aggregated_packets", int64_t{0}), 0);
 }
 
 class DataplaneLossTest : public DataplaneTest, public ::testing::WithParamInterface<int> {};
