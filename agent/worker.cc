@@ -54,6 +54,10 @@ struct TagRun {
   }
 };
 
+// RFC 6298 (2.1): the retransmission timeout before any RTT sample, within [timeout_ms,
+// max_timeout_ms].
+constexpr int64_t kInitialRtoMs = 1000;
+
 struct Timer {
   int64_t at_us;
   size_t tag;
@@ -66,7 +70,8 @@ class Worker {
   Worker(const JobConfig& config, const WorkerOptions& options)
       : config_(std::make_shared<const JobConfig>(config)),
         options_(options),
-        rto_us_(options.timeout_ms * 1000) {}
+        rto_us_(std::clamp<int64_t>(kInitialRtoMs, options.timeout_ms, options.max_timeout_ms) *
+                1000) {}
 
   absl::Status Prepare() {
     if (options_.worker.empty()) return absl::InvalidArgumentError("--worker: required");
@@ -400,7 +405,7 @@ class Worker {
   WorkerReport report_;
   int64_t srtt_us_ = -1;
   int64_t rttvar_us_ = 0;
-  int64_t rto_us_;  // current retransmission timeout, from timeout_ms until the first sample
+  int64_t rto_us_;  // current retransmission timeout (RFC 6298), kInitialRtoMs before a sample
 };
 
 }  // namespace

@@ -17,8 +17,10 @@
 //    after the result of the chunk that used it.
 //  - Retransmission: a chunk without result after the retransmission timeout is sent again with
 //    RETRANSMIT, the timeout doubling per copy up to max_timeout_ms. The first copy's timeout is
-//    RFC 6298's RTO (SRTT + 4 RTTVAR from results of chunks sent once, Karn's rule), at least
-//    timeout_ms. Results (RESULT) are matched by (tag,
+//    RFC 6298's RTO: 1 s before the first sample (2.1), then SRTT + 4 RTTVAR from results of
+//    chunks sent once (Karn's rule), always within [timeout_ms, max_timeout_ms]. The RTO itself
+//    is not backed off on a timeout (5.5): a chunk that waits in an aggregator for a slower worker
+//    times out without any loss, and a backed-off RTO made every later chunk wait a second. Results (RESULT) are matched by (tag,
 //    chunk); duplicates and results of other iterations are ignored.
 //  - Re-plans: with `updates`, the worker takes each configuration published there between
 //    packets and continues under it when it carries the same lanes to the same PSs from the same

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -160,16 +161,28 @@ class DataplaneTest : public ::testing::Test {
     return a;
   }
 
-  // Waits for every agent of `a` (bounded): workers first (they finish when every result
-  // arrived), then the PS.
-  std::vector<AgentRun> Wait(AllReduce a) {
+  // Waits for every agent of `a`: the workers (they finish when every result arrived) until
+  // `deadline`, then the PS for at most 30 s more. An agent still running then gets SIGTERM,
+  // which makes it print its report (and exit 1).
+  std::vector<AgentRun> Wait(AllReduce a, absl::Duration timeout = absl::Seconds(240)) {
+    const absl::Time deadline = absl::Now() + timeout;
     for (size_t i = a.procs.size(); i-- > 0;) {
-      a.runs[i].exit = a.procs[i]->Wait(absl::Seconds(240));
+      const absl::Duration left =
+          i == 0 ? absl::Seconds(30) : std::max(deadline - absl::Now(), absl::Seconds(1));
+      a.runs[i].exit = a.procs[i]->Wait(left, SIGTERM);
       a.runs[i].report = LastJsonObject(ReadAll(a.runs[i].log));
       if (a.runs[i].exit != 0)
         std::printf("--- %s ---\n%s\n", a.runs[i].log.c_str(), LogTail(a.runs[i].log).c_str());
     }
     return std::move(a.runs);
+  }
+
+  // True when every agent of `a` still runs (a fault injected now happens mid-run).
+  static bool AllRunning(AllReduce& a) {
+    for (auto& p : a.procs) {
+      if (p->Exited()) return false;
+    }
+    return true;
   }
 
   std::vector<AgentRun> RunAllReduce(int64_t job, const std::vector<std::string>& workers,
@@ -334,6 +347,113 @@ TEST_F(DataplaneTest, TwoJobsBeyondTheirGrantsPreemptAndStayExact) {
   // Both were still mostly aggregated in the network.
   EXPECT_GT(low_counters.value("aggregated_packets", int64_t{0}), 0);
   EXPECT_GT(high_counters.value("aggregated_packets", int64_t{0}), 0);
+}
+
+// The longest iteration of a worker's report, in ms.
+double LongestIteration(const Json& report) {
+  double longest = 0;
+  for (const Json& it : report.value("iterations", Json::array())) {
+    longest = std::max(longest, it.value("time_ms", 0.0));
+  }
+  return longest;
+}
+
+// A switch crashes (SIGKILL) while four workers all-reduce through it and comes back empty: the
+// controller pushes its pipeline and entries again, the workers' retransmissions complete what
+// was lost in its aggregators, and every sum is exact.
+TEST_F(DataplaneTest, SwitchKilledMidRunIsRestoredAndSumsStayExact) {
+  StartLab(Star(5, 4096));
+  if (HasFatalFailure()) return;
+  const std::vector<std::string> workers = {"h0", "h1", "h2", "h3"};
+  const int64_t job = SubmitAndAwaitRunning(JobBody("crash", workers, "h4"));
+  ASSERT_GT(job, 0);
+  const std::vector<std::string> args = {"--size", "65536", "--iterations", "40"};
+  AllReduce a = StartAllReduce(job, workers, "h4", args, args);
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(AllRunning(a)) << "the all-reduce ended before the crash: make it longer";
+  CliRun restart = RunInac(absl::StrCat("lab switch restart s0 --dir ", dir_lab_), dir_);
+  ASSERT_EQ(restart.exit, 0) << restart.out;
+  std::vector<AgentRun> runs = Wait(std::move(a));
+  for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+  double longest = 0;
+  for (size_t i = 1; i < runs.size(); ++i) longest = std::max(longest, LongestIteration(runs[i].report));
+  std::printf("[ info ] switch restarted mid-run: longest iteration %.0f ms; ps: %s\n", longest,
+              runs[0].report.dump().c_str());
+  ASSERT_TRUE(runs[0].report.is_object());
+  EXPECT_EQ(runs[0].report.value("iterations_done", 0), 40);
+  // The controller holds the switch in sync again.
+  Rest rest(host_port_);
+  Response sw = rest.Get("/switches/s0");
+  ASSERT_EQ(sw.status, 200);
+  EXPECT_TRUE(sw.body.value("in_sync", false)) << sw.text;
+}
+
+// A link the job's aggregation uses is cut while the job runs, and reported to the controller:
+// it re-plans the job around the link (another aggregation, so new tags), the agents follow the
+// new configuration, and every sum is exact.
+TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
+  core::GeneratorOptions o;
+  o.ina = *core::ParseInaPlacement("all");
+  o.aggregators = 4096;
+  core::Topology t = *core::GenerateLeafSpine(2, 2, 4, o);
+  for (core::Switch& s : t.switches) {
+    if (s.id.rfind("lf", 0) == 0) s.ina = core::InaConfig{};  // only the spines aggregate
+  }
+  StartLab(t);
+  if (HasFatalFailure()) return;
+  const std::vector<std::string> workers = {"h0_0", "h0_1", "h0_2", "h1_0", "h1_1", "h1_2"};
+  const int64_t job = SubmitAndAwaitRunning(JobBody("cut", workers, "h1_3"));
+  ASSERT_GT(job, 0);
+  // A spine that aggregates a worker of leaf 0: its link to lf0 carries the job.
+  Rest rest(host_port_);
+  Response before = rest.Get(absl::StrCat("/jobs/", job, "/config"));
+  ASSERT_EQ(before.status, 200);
+  std::string spine;
+  for (const Json& tag : before.body["tags"]) {
+    for (const Json& m : tag["members"]) {
+      const std::string node = m["aggregation_node"];
+      if (m["worker"].get<std::string>().rfind("h0_", 0) == 0 && node.rfind("sp", 0) == 0) {
+        spine = node;
+      }
+    }
+  }
+  ASSERT_FALSE(spine.empty()) << "no spine aggregates a worker of lf0: " << before.text;
+  std::string link;
+  for (const core::Link& l : t.links) {
+    if ((l.a == spine && l.b == "lf0") || (l.a == "lf0" && l.b == spine)) link = l.id;
+  }
+  ASSERT_FALSE(link.empty());
+  const std::vector<std::string> args = {"--size", "65536", "--iterations", "12",
+                                         "--refresh-ms", "200"};
+  AllReduce a = StartAllReduce(job, workers, "h1_3", args, args);
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(AllRunning(a)) << "the all-reduce ended before the cut: make it longer";
+  CliRun cut = RunInac(absl::StrCat("lab link down ", link, " --dir ", dir_lab_), dir_);
+  ASSERT_EQ(cut.exit, 0) << cut.out;
+  Response patched = rest.Patch(absl::StrCat("/links/", link), Json{{"status", "down"}});
+  ASSERT_EQ(patched.status, 200) << patched.text;
+  std::vector<AgentRun> runs = Wait(std::move(a));
+  for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+  Response after = rest.Get(absl::StrCat("/jobs/", job, "/config"));
+  ASSERT_EQ(after.status, 200);
+  std::printf("[ info ] %s cut mid-run: generation %d -> %d; ps: %s\n", link.c_str(),
+              before.body.value("generation", -1), after.body.value("generation", -1),
+              runs[0].report.dump().c_str());
+  EXPECT_NE(after.body["tags"][0]["tag"], before.body["tags"][0]["tag"]) << "aggregated elsewhere";
+  for (const Json& tag : after.body["tags"]) {  // lf0's workers cannot reach `spine` any more
+    for (const Json& m : tag["members"]) {
+      if (m["worker"].get<std::string>().rfind("h0_", 0) == 0) {
+        EXPECT_NE(m["aggregation_node"], spine) << m.dump();
+      }
+    }
+  }
+  // Every agent ran under the first plan and then the re-plan.
+  for (const AgentRun& r : runs) {
+    ASSERT_TRUE(r.report.is_object()) << r.host;
+    EXPECT_GE(r.report.value("plans", Json::array()).size(), 2u) << r.host << ": " << r.report.dump();
+  }
+  EXPECT_EQ(runs[0].report.value("iterations_done", 0), 12);
+  EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);
 }
 
 class DataplaneLossTest : public DataplaneTest, public ::testing::WithParamInterface<int> {};

@@ -168,10 +168,11 @@ void ChildProcess::Signal(int signal) {
   if (pid_ > 0 && !reaped_) kill(pid_, signal);
 }
 
-int ChildProcess::Wait(absl::Duration timeout) {
+int ChildProcess::Wait(absl::Duration timeout, int signal) {
   if (reaped_) return exit_;
   auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
   int status = 0;
+  bool signalled = false;
   while (true) {
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) break;
@@ -180,6 +181,12 @@ int ChildProcess::Wait(absl::Duration timeout) {
       break;
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      if (signal != SIGKILL && !signalled) {
+        kill(pid_, signal);  // its chance to report; SIGKILL 10 s later
+        signalled = true;
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        continue;
+      }
       kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
       break;

@@ -21,6 +21,8 @@
 // one test thread (Rest: one instance per thread).
 #pragma once
 
+#include <csignal>
+
 #include <sys/types.h>
 
 #include <condition_variable>
@@ -86,9 +88,9 @@ class ChildProcess {
   absl::StatusOr<std::string> AwaitListening(absl::Duration timeout);
   // Sends `signal` (no-op once reaped).
   void Signal(int signal);
-  // Waits for the exit (at most `timeout`, then SIGKILL). Returns the exit code, or -signal when
-  // killed by a signal.
-  int Wait(absl::Duration timeout = absl::Seconds(20));
+  // Waits for the exit (at most `timeout`, then `signal`, and SIGKILL 10 s after any other
+  // signal). Returns the exit code, or -signal when killed by a signal.
+  int Wait(absl::Duration timeout = absl::Seconds(20), int signal = SIGKILL);
   // Reaps the process if it has exited, without blocking; true once it is gone.
   bool Exited();
   pid_t pid() const { return pid_; }
