@@ -62,6 +62,18 @@ core::Topology Star(int hosts, int64_t aggregators) {
   return t;
 }
 
+// 2 leaves, 2 spines, 4 hosts per leaf (hI_J on leaf lfI); only the spines aggregate.
+core::Topology SpineAggregatingLeafSpine() {
+  core::GeneratorOptions o;
+  o.ina = *core::ParseInaPlacement("all");
+  o.aggregators = 4096;
+  core::Topology t = *core::GenerateLeafSpine(2, 2, 4, o);
+  for (core::Switch& s : t.switches) {
+    if (s.id.rfind("lf", 0) == 0) s.ina = core::InaConfig{};
+  }
+  return t;
+}
+
 class DataplaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -266,13 +278,7 @@ TEST_F(DataplaneTest, OneSwitchFourWorkersEveryChunkAggregatedExactly) {
 }
 
 TEST_F(DataplaneTest, LeafSpineAggregatesAwayFromTheTorExactly) {
-  core::GeneratorOptions o;
-  o.ina = *core::ParseInaPlacement("all");
-  o.aggregators = 4096;
-  core::Topology t = *core::GenerateLeafSpine(2, 2, 4, o);
-  for (core::Switch& s : t.switches) {
-    if (s.id.rfind("lf", 0) == 0) s.ina = core::InaConfig{};  // only the spines aggregate
-  }
+  const core::Topology t = SpineAggregatingLeafSpine();
   StartLab(t);
   if (HasFatalFailure()) return;
   const std::vector<std::string> workers = {"h0_0", "h0_1", "h0_2", "h1_0", "h1_1", "h1_2"};
@@ -392,13 +398,7 @@ TEST_F(DataplaneTest, SwitchKilledMidRunIsRestoredAndSumsStayExact) {
 // it re-plans the job around the link (another aggregation, so new tags), the agents follow the
 // new configuration, and every sum is exact.
 TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
-  core::GeneratorOptions o;
-  o.ina = *core::ParseInaPlacement("all");
-  o.aggregators = 4096;
-  core::Topology t = *core::GenerateLeafSpine(2, 2, 4, o);
-  for (core::Switch& s : t.switches) {
-    if (s.id.rfind("lf", 0) == 0) s.ina = core::InaConfig{};  // only the spines aggregate
-  }
+  const core::Topology t = SpineAggregatingLeafSpine();
   StartLab(t);
   if (HasFatalFailure()) return;
   const std::vector<std::string> workers = {"h0_0", "h0_1", "h0_2", "h1_0", "h1_1", "h1_2"};
