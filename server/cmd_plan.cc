@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "core/json.h"
+#include "scheduler/memory/aggregator_model.h"
+#include "scheduler/planner.h"
 #include "scheduler/routing/routing_algorithm.h"
 #include "server/cli.h"
 #include "server/cli_util.h"
@@ -13,14 +15,16 @@
 namespace inac::server {
 namespace {
 
+// Defaults: scheduler::PlannerOptions, the controller's.
 struct PlanArgs {
   std::string topology;
   std::string jobs;
-  std::string algorithm = "grid";
-  uint64_t seed = 1;
-  int rounds = 32;
-  int paths = 4;
-  double time_limit_s = 30;
+  std::string algorithm = scheduler::PlannerOptions{}.algorithm;
+  std::string memory_policy = scheduler::PlannerOptions{}.memory_policy;
+  uint64_t seed = scheduler::PlannerOptions{}.seed;
+  int rounds = scheduler::PlannerOptions{}.rounds;
+  int paths = scheduler::PlannerOptions{}.paths;
+  double time_limit_s = 0;  // 0: the planner's (LP 60 s, MIP 30 s)
   bool compact = false;
 };
 
@@ -54,37 +58,27 @@ int Run(const PlanArgs& a) {
   }
   if (bad) return kExitBadInput;
 
-  scheduler::PlanningInput input;
-  input.topology = *std::move(topology);
-  // Job ids are positions in the jobs file (1-based). Ring all-reduce jobs are not routed by
-  // these algorithms (they have no PS); they are listed under "not_planned".
-  core::Json not_planned = core::Json::array();
+  // Job ids are positions in the jobs file (1-based), every job pending and just submitted
+  // (created at time 0, planned at time 0: the memory priorities of fresh jobs).
+  scheduler::PlanRequest request;
+  request.topology = &*topology;
   for (size_t i = 0; i < specs->size(); ++i) {
-    const core::JobSpec& spec = (*specs)[i];
-    const auto id = static_cast<core::JobId>(i + 1);
-    if (spec.allreduce == core::AllReduce::kRing || spec.parameter_servers.empty()) {
-      not_planned.push_back({{"job_id", id},
-                             {"name", spec.name},
-                             {"reason",
-                              "ring all-reduce: the routing algorithms of inac plan "
-                              "route parameter-server jobs only"}});
-      continue;
-    }
-    input.jobs.push_back(scheduler::JobInput{id, spec});
+    core::Job job;
+    job.id = static_cast<core::JobId>(i + 1);
+    job.spec = (*specs)[i];
+    request.jobs.push_back(std::move(job));
   }
-  input.seed = a.seed;
-  input.options.rounds = a.rounds;
-  input.options.paths = a.paths;
-  input.options.mip_time_limit_s = a.time_limit_s;
-  input.options.lp_time_limit_s = a.time_limit_s;
-
-  auto algorithm = scheduler::MakeRoutingAlgorithm(a.algorithm);
-  if (!algorithm.ok()) {
-    std::cerr << "inac: " << algorithm.status().message() << "\n";
-    return kExitBadInput;
+  request.options.algorithm = a.algorithm;
+  request.options.memory_policy = a.memory_policy;
+  request.options.seed = a.seed;
+  request.options.rounds = a.rounds;
+  request.options.paths = a.paths;
+  if (a.time_limit_s > 0) {
+    request.options.lp_time_limit_s = a.time_limit_s;
+    request.options.mip_time_limit_s = a.time_limit_s;
   }
   auto start = std::chrono::steady_clock::now();
-  auto planned = scheduler::PlanRouting(**algorithm, input);
+  auto planned = scheduler::ComputePlan(request);
   double solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!planned.ok()) {
@@ -93,13 +87,16 @@ int Run(const PlanArgs& a) {
                                                                          : kExitFailure;
   }
   planned->plan.solve_ms = solve_ms;
+  planned->plan.fingerprint = scheduler::PlanFingerprint(request);
   core::Json out = core::PlanToJson(planned->plan);
   for (size_t j = 0; j < planned->plan.jobs.size(); ++j) {
     const core::JobPlan& jp = planned->plan.jobs[j];
-    const scheduler::JobEvaluation& ev = planned->evaluation.jobs[j];
-    const scheduler::JobDiagnostics& d = planned->diagnostics[j];
     core::Json& job = out["jobs"][j];
-    job["name"] = input.jobs[j].spec.name;
+    job["name"] = (*specs)[static_cast<size_t>(jp.job_id - 1)].name;
+    auto report = planned->reports.find(jp.job_id);
+    if (report == planned->reports.end()) continue;  // ring all-reduce: no routing
+    const scheduler::JobEvaluation& ev = report->second.evaluation;
+    const scheduler::JobDiagnostics& d = report->second.diagnostics;
     job["rate_gbps"] = Number(jp.rate_gbps);
     job["down_gbps"] = Number(ev.down_gbps);
     job["comm_ms"] = Number(jp.comm_ms);
@@ -116,7 +113,6 @@ int Run(const PlanArgs& a) {
     }
     job["planner"] = planner;
   }
-  if (!not_planned.empty()) out["not_planned"] = not_planned;
   std::cout << out.dump(a.compact ? -1 : 2) << "\n";
   return kExitOk;
 }
@@ -125,7 +121,9 @@ int Run(const PlanArgs& a) {
 
 void AddPlanCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "plan", "Plan routing offline: topology + jobs -> plan JSON (what the controller would do)");
+      "plan",
+      "Plan offline: topology + jobs -> plan JSON, exactly what the controller would plan "
+      "(scheduler::ComputePlan, same defaults)");
   auto args = std::make_shared<PlanArgs>();
   cmd->add_option("--topology", args->topology, "Topology JSON file")->required();
   cmd->add_option("--jobs", args->jobs, "Jobs JSON file ({\"jobs\": [...]})")->required();
@@ -137,8 +135,12 @@ void AddPlanCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--paths", args->paths, "Candidate paths k per (source, destination)")
       ->capture_default_str();
-  cmd->add_option("--time-limit", args->time_limit_s, "Solver time limit per LP/MIP, seconds")
+  cmd->add_option("--memory-policy", args->memory_policy, "esa|atp|switchml|no_ina")
+      ->check(CLI::IsMember({"esa", "atp", "switchml", "no_ina"}))
       ->capture_default_str();
+  cmd->add_option("--time-limit", args->time_limit_s,
+                  "Solver time limit per LP/MIP, seconds (default: the controller's, LP 60 s, "
+                  "MIP 30 s)");
   cmd->add_flag("--compact", args->compact, "Print JSON on one line");
   cmd->callback([args] {
     int code = Run(*args);

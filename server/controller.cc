@@ -72,7 +72,6 @@ namespace {
 
 // A switch's stored contact time is refreshed at least this often even when nothing changed.
 constexpr int64_t kContactRefreshMs = 60000;
-std::string Hex(size_t v) { return absl::StrFormat("%016x", v); }
 
 core::Event MakeEvent(int64_t now, std::string kind, std::optional<core::JobId> job,
                       std::string message, std::string data = "{}") {
@@ -262,81 +261,39 @@ void Controller::LoopMain() {
   pass_cv_.notify_all();
 }
 
+scheduler::PlannerOptions Controller::PlannerOptionsOf() const {
+  scheduler::PlannerOptions o;
+  o.algorithm = options_.algorithm;
+  o.memory_policy = options_.memory_policy;
+  o.seed = options_.seed;
+  o.rounds = options_.rounds;
+  o.paths = options_.paths;
+  return o;
+}
+
 std::string Controller::Fingerprint(const core::Snapshot& snapshot) const {
-  std::string text =
-      absl::StrCat("alg=", options_.algorithm, ";mem=", options_.memory_policy,
-                   ";seed=", options_.seed, ";rounds=", options_.rounds, ";paths=", options_.paths,
-                   ";topo=", snapshot.topology ? snapshot.topology->version : 0, ";jobs=");
-  for (const core::Job& job : snapshot.jobs) {
-    absl::StrAppend(&text, job.id, ":",
-                    std::hash<std::string>{}(core::JobSpecToJson(job.spec).dump()), ",");
-  }
-  return Hex(std::hash<std::string>{}(text));
+  scheduler::PlanRequest request;
+  request.topology_version = snapshot.topology ? snapshot.topology->version : 0;
+  request.jobs = snapshot.jobs;
+  request.options = PlannerOptionsOf();
+  return scheduler::PlanFingerprint(request);
 }
 
 absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topology,
                                                    const std::vector<core::Job>& jobs,
                                                    const core::Plan* previous, std::string* error) {
-  scheduler::PlanningInput input;
-  input.topology = topology;
-  input.seed = options_.seed;
-  input.options.rounds = options_.rounds;
-  input.options.paths = options_.paths;
-  std::vector<const core::Job*> rings;
-  for (const core::Job& job : jobs) {
-    if (job.spec.allreduce == core::AllReduce::kRing) {
-      rings.push_back(&job);
-    } else {
-      input.jobs.push_back(scheduler::JobInput{job.id, job.spec});
-    }
+  scheduler::PlanRequest request;
+  request.topology = &topology;
+  request.jobs = jobs;
+  request.previous = previous;
+  request.now_ms = clock_();
+  request.options = PlannerOptionsOf();
+  auto out = scheduler::ComputePlan(request);
+  if (!out.ok()) {
+    *error = std::string(out.status().message());
+    return out.status();
   }
-  core::Plan plan;
-  if (!input.jobs.empty()) {
-    auto routed = scheduler::PlanRouting(options_.algorithm, input);
-    if (!routed.ok()) {
-      *error = std::string(routed.status().message());
-      return routed.status();
-    }
-    plan = std::move(routed->plan);
-    core::Graph graph(input.topology);
-    std::vector<scheduler::MemoryJobState> states;
-    int64_t now = clock_();
-    for (const core::Job& job : jobs) states.push_back(scheduler::MemoryJobStateFromJob(job, now));
-    scheduler::MemoryPlannerOptions mem;
-    mem.policy = *scheduler::ParseMemoryPolicy(options_.memory_policy);
-    auto status = scheduler::AssignAggregators(graph, states, previous, mem, &plan);
-    if (!status.ok()) {
-      *error = std::string(status.message());
-      return status;
-    }
-    // Re-score with the memory caps the allocation implies.
-    auto evaluation = scheduler::EvaluatePlan(input, plan);
-    if (evaluation.ok()) scheduler::ApplyEvaluation(*evaluation, &plan);
-  }
-  plan.algorithm = options_.algorithm;
-  // The memory layout of the data plane follows the policy (shared pools for esa/atp).
-  plan.memory_policy = options_.memory_policy;
-  // Ring all-reduce jobs: ring in worker order, no switch state (Rina is a later issue).
-  for (const core::Job* job : rings) {
-    core::JobPlan jp;
-    jp.job_id = job->id;
-    jp.ring = job->spec.workers;
-    jp.batch_size = job->spec.batch_size;
-    jp.priority = job->spec.priority;
-    plan.jobs.push_back(std::move(jp));
-  }
-  for (core::JobPlan& jp : plan.jobs) {
-    if (jp.batch_size == 0) {
-      for (const core::Job& job : jobs) {
-        if (job.id == jp.job_id) jp.batch_size = job.spec.batch_size;
-      }
-    }
-  }
-  std::sort(plan.jobs.begin(), plan.jobs.end(),
-            [](const core::JobPlan& a, const core::JobPlan& b) { return a.job_id < b.job_id; });
-  // A job aggregated differently than in the previous plan gets new tags (core/plan.h).
-  core::CarryAggregationGenerations(previous, &plan);
-  return plan;
+  return std::move(out->plan);
 }
 
 absl::StatusOr<bool> Controller::RefreshPriorities(const core::Snapshot& snapshot,

@@ -41,6 +41,7 @@
 #include "core/plan.h"
 #include "core/ports.h"
 #include "core/topology.h"
+#include "scheduler/planner.h"
 #include "southbound/switch_client.h"
 
 namespace inac::server {
@@ -55,11 +56,12 @@ using SwitchClientFactory = std::function<absl::StatusOr<std::unique_ptr<southbo
     const core::Switch& sw, uint64_t election_id)>;
 
 struct ControllerOptions {
-  std::string algorithm = "grid";     // a scheduler::RoutingAlgorithmNames() entry
-  std::string memory_policy = "esa";  // esa | atp | switchml
-  uint64_t seed = 1;
-  int rounds = 8;        // randomised rounding repetitions (GRID/InArt)
-  int paths = 4;         // candidate paths per pair
+  // The planner's options; defaults those of scheduler::PlannerOptions (also `inac plan`'s).
+  std::string algorithm = scheduler::PlannerOptions{}.algorithm;
+  std::string memory_policy = scheduler::PlannerOptions{}.memory_policy;
+  uint64_t seed = scheduler::PlannerOptions{}.seed;
+  int rounds = scheduler::PlannerOptions{}.rounds;
+  int paths = scheduler::PlannerOptions{}.paths;
   int debounce_ms = 50;  // wake-ups within this window after a pass share the next pass
   int timer_ms = 2000;   // periodic pass: retries failed switches, reconnects
   int reconcile_parallelism = 8;
@@ -292,6 +294,7 @@ class Controller {
                                          const std::vector<core::Job>& jobs,
                                          const core::Plan* previous, std::string* error);
   std::string Fingerprint(const core::Snapshot& snapshot) const;
+  scheduler::PlannerOptions PlannerOptionsOf() const;
   void Log(const std::string& kind, std::optional<core::JobId> job, const std::string& message);
 
   core::Storage* storage_;
