@@ -117,10 +117,10 @@ absl::StatusOr<std::vector<size_t>> MatchTags(const JobConfig& from, const Layou
       found = true;
     }
     if (!found) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "plan ", to.plan_version, " cuts the gradient differently (no tag of PS ", a.ps,
-          " carries lanes [", sa.first_lane, ", ", sa.first_lane + sa.lanes,
-          ") any more: other PSs, shares or chunk ranges)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("plan ", to.plan_version, " cuts the gradient differently (no tag of PS ",
+                       a.ps, " carries lanes [", sa.first_lane, ", ", sa.first_lane + sa.lanes,
+                       ") any more: other PSs, shares or chunk ranges)"));
     }
   }
   return match;

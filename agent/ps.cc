@@ -30,7 +30,7 @@ struct Accumulator {
   size_t n = 0;
   std::array<uint32_t, kLanes> sum{};
   uint32_t slot = 0;
-  size_t view = 0;      // the tag value (PsTag::views) of the first packet counted
+  size_t view = 0;     // the tag value (PsTag::views) of the first packet counted
   bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
 };
 
@@ -191,8 +191,8 @@ class Ps {
       const JobConfig::Aggregator& agg = t.aggregators[a];
       window = std::max(window, agg.window);
       if (v.member_at.count(agg.address)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "tag ", t.tag, ": aggregator ", agg.switch_id, " has a member's address"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("tag ", t.tag, ": aggregator ", agg.switch_id, " has a member's address"));
       }
       v.aggregator_at[agg.address] = a;
       AggregatorInputs in;
@@ -480,7 +480,7 @@ class Ps {
     ++report_.counters.results_resent;
   }
 
-  std::shared_ptr<const JobConfig> config_;  // the latest adopted
+  std::shared_ptr<const JobConfig> config_;                // the latest adopted
   std::vector<std::shared_ptr<const JobConfig>> retired_;  // earlier ones, read by older views
   uint64_t seen_update_ = 0;
   Layout layout_;

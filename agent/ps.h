@@ -104,7 +104,7 @@ struct PsReport {
   std::vector<IterationStats> iterations;
   PsCounters counters;
   std::vector<std::string> violations;  // the first 100, as logged
-  std::vector<int64_t> plans;  // plan versions run under: the first, then each one adopted
+  std::vector<int64_t> plans;           // plan versions run under: the first, then each one adopted
 };
 
 absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options);

@@ -20,8 +20,8 @@
 //    RFC 6298's RTO: 1 s before the first sample (2.1), then SRTT + 4 RTTVAR from results of
 //    chunks sent once (Karn's rule), always within [timeout_ms, max_timeout_ms]. The RTO itself
 //    is not backed off on a timeout (5.5): a chunk that waits in an aggregator for a slower worker
-//    times out without any loss, and a backed-off RTO made every later chunk wait a second. Results (RESULT) are matched by (tag,
-//    chunk); duplicates and results of other iterations are ignored.
+//    times out without any loss, and a backed-off RTO made every later chunk wait a second. Results
+//    (RESULT) are matched by (tag, chunk); duplicates and results of other iterations are ignored.
 //  - Re-plans: with `updates`, the worker takes each configuration published there between
 //    packets and continues under it when it carries the same lanes to the same PSs from the same
 //    members (agent::MatchTags): new slots and windows apply to the chunks sent from then on;
@@ -71,7 +71,7 @@ struct WorkerOptions {
   const std::atomic<bool>* stop = nullptr;
   std::function<void(const IterationStats&)> on_iteration;  // called after each iteration
   std::vector<int32_t>* result = nullptr;  // receives the last iteration's sums (0 elsewhere)
-  const ConfigFeed* updates = nullptr;       // newer configurations of the job (re-plans)
+  const ConfigFeed* updates = nullptr;     // newer configurations of the job (re-plans)
 };
 
 struct WorkerReport {
@@ -88,7 +88,7 @@ struct WorkerReport {
   int64_t ignored = 0;            // datagrams that are not results of this worker's tags
   int64_t send_errors = 0;
   int64_t dropped_by_hook = 0;
-  std::vector<int64_t> plans;  // plan versions run under: the first, then each one adopted
+  std::vector<int64_t> plans;     // plan versions run under: the first, then each one adopted
   int64_t resent_on_new_tag = 0;  // chunks sent again because a re-plan changed their tag
   bool checked = false;
 };

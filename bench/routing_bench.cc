@@ -10,7 +10,8 @@
 //                  solve time and the process's peak RSS (getrusage, monotone over the run).
 // Every solve time is given as wall-clock (solve_ms) and as process CPU time (solve_cpu_ms; COIN-OR
 // runs single-threaded here), since the 2-core machine the figures come from is shared.
-// Usage: routing_bench [--quick] [grid_setting|inart_setting|scale]
+//   grid_vs_optimal  GRID against the MIP on 20 small fat-trees (k=4), CBC 5 s per instance
+// Usage: routing_bench [--quick] [grid_setting|inart_setting|grid_vs_optimal|scale]
 //   (--quick: one seed, no k=32; a scenario name runs only that scenario)
 #include <sys/resource.h>
 
@@ -197,6 +198,41 @@ int main(int argc, char** argv) {
       line[a] = j;
     }
     line["inart_comm_vs_atp"] = Round3(stats["inart"].mean.comm_ms / stats["atp"].mean.comm_ms - 1);
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+  }
+
+  // GRID against the MIP (`optimal`) on 20 small instances (fat-tree k=4, 6..15 workers, edge
+  // INA or 30 % random INA), CBC with a 5 s time limit per instance: how far GRID is from the best
+  // plan CBC finds, and how many of those CBC proves optimal (a wall-clock figure: a slower
+  // machine proves fewer). Was a unit test; the test keeps 3 instances with a node limit.
+  if (want("grid_vs_optimal")) {
+    int proven = 0, instances = quick ? 5 : 20;
+    double worst = 1e9, sum = 0;
+    for (uint64_t seed = 1; seed <= static_cast<uint64_t>(instances); ++seed) {
+      inac::core::InaPlacement placement;
+      if (seed % 2 == 0) placement = *inac::core::ParseInaPlacement("random:0.3");
+      const int workers = 6 + static_cast<int>(seed % 10);
+      auto t = FatTree(4, -1, seed, placement, 100, 100, 3200);
+      PlanningInput in = Instance(t, seed, workers, 1, 100);
+      in.options.mip_time_limit_s = 5;
+      auto grid = inac::scheduler::PlanRouting("grid", in);
+      auto optimal = inac::scheduler::PlanRouting("optimal", in);
+      if (!grid.ok() || !optimal.ok()) {
+        std::fprintf(stderr, "grid_vs_optimal seed %d: planning failed\n", static_cast<int>(seed));
+        return 1;
+      }
+      const double ratio = grid->plan.jobs[0].rate_gbps / optimal->plan.jobs[0].rate_gbps;
+      proven += optimal->diagnostics[0].lp_status == "optimal";
+      worst = std::min(worst, ratio);
+      sum += ratio;
+    }
+    Json line = {{"bench", "routing"},
+                 {"scenario", "grid_vs_optimal"},
+                 {"instances", instances},
+                 {"proven_optimal", proven},
+                 {"min_grid_over_optimal", Round3(worst)},
+                 {"mean_grid_over_optimal", Round3(sum / instances)}};
     std::printf("%s\n", line.dump().c_str());
     std::fflush(stdout);
   }

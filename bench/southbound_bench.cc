@@ -186,9 +186,8 @@ int main() {
   std::cout << "{\"bench\":\"southbound_reconcile\",\"entities\":" << entities
             << ",\"restore_empty_ms\":" << Median(restore_ms)
             << ",\"converged_ms\":" << Median(converged_ms)
-            << ",\"read_only_ms\":" << Median(read_ms)
-            << ",\"drift_10pct_ms\":" << Median(drift_ms) << ",\"drift_writes\":" << drift_writes
-            << ",\"target_ms\":1000}" << std::endl;
+            << ",\"read_only_ms\":" << Median(read_ms) << ",\"drift_10pct_ms\":" << Median(drift_ms)
+            << ",\"drift_writes\":" << drift_writes << ",\"target_ms\":1000}" << std::endl;
   (*client)->Disconnect();
   (*sw)->Shutdown();
   return 0;

@@ -7,13 +7,11 @@
 namespace inac::core {
 
 namespace {
-constexpr std::array<std::string_view, 6> kStateNames = {
-    "pending", "scheduled", "running", "completed", "cancelled", "failed"};
+constexpr std::array<std::string_view, 6> kStateNames = {"pending",   "scheduled", "running",
+                                                         "completed", "cancelled", "failed"};
 }  // namespace
 
-std::string_view JobStateName(JobState state) {
-  return kStateNames[static_cast<size_t>(state)];
-}
+std::string_view JobStateName(JobState state) { return kStateNames[static_cast<size_t>(state)]; }
 
 std::optional<JobState> ParseJobState(std::string_view name) {
   for (size_t i = 0; i < kStateNames.size(); ++i) {

@@ -19,7 +19,7 @@ enum class AllReduce { kPs, kRing };
 struct JobSpec {
   std::string name;
   std::string tenant = "default";
-  int priority = 0;  // higher runs first when memory is contended
+  int priority = 0;                            // higher runs first when memory is contended
   std::vector<std::string> workers;            // host ids
   std::vector<std::string> parameter_servers;  // host ids; empty means ring all-reduce
   AllReduce allreduce = AllReduce::kPs;

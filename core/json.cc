@@ -845,7 +845,8 @@ absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
             if (auto parsed = ParseRouteClass(cls)) {
               rt.packet_class = *parsed;
             } else {
-              e.Add(e.At("class"), absl::StrCat("must be raw, upstream or result, got \"", cls, "\""));
+              e.Add(e.At("class"),
+                    absl::StrCat("must be raw, upstream or result, got \"", cls, "\""));
             }
           }
           s.routes.push_back(rt);

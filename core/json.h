@@ -42,7 +42,7 @@ Json JobSpecToJson(const JobSpec& spec);
 JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<Problem>* problems);
 // A job file: {"jobs": [JobSpec...]}. Validated against `topology` when non-null.
 std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const Topology* topology,
-                                                   std::vector<Problem>* problems);
+                                                  std::vector<Problem>* problems);
 Json JobsFileToJson(const std::vector<JobSpec>& specs);
 
 Json JobToJson(const Job& job);

@@ -151,16 +151,15 @@ class Deriver {
           if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
         }
         for (ChunkRange& range : RangesOf(flows)) {
-          work.push_back(
-              TagWork{jp, ps, AggregationTag(jp->job_id, ps_index, range.index, jp->generation),
-                      std::move(range.flows)});
+          work.push_back(TagWork{jp, ps,
+                                 AggregationTag(jp->job_id, ps_index, range.index, jp->generation),
+                                 std::move(range.flows)});
         }
         ++ps_index;
       }
     }
-    std::sort(work.begin(), work.end(), [](const TagWork& a, const TagWork& b) {
-      return BaseTag(a.tag) < BaseTag(b.tag);
-    });
+    std::sort(work.begin(), work.end(),
+              [](const TagWork& a, const TagWork& b) { return BaseTag(a.tag) < BaseTag(b.tag); });
     std::set<uint32_t> taken;
     for (const TagWork& w : work) {
       uint32_t group = 1 + BaseTag(w.tag) % kMaxMulticastGroup;

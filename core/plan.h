@@ -236,8 +236,8 @@ struct SwitchIntent {
 // Multicast group ids (1..kMaxMulticastGroup, also the index of the per-tag counters) are
 // assigned to tags by DeriveSwitchIntents: group = 1 + (BaseTag(tag) mod kMaxMulticastGroup),
 // probing upwards past groups already taken by a smaller tag of the same plan, so a tag keeps its
-// group while its job lives, across generations. BMv2 refuses group ids above 32767 (OUT_OF_RANGE "Group id value is too
-// high"), although v1model's mcast_grp is bit<16>.
+// group while its job lives, across generations. BMv2 refuses group ids above 32767 (OUT_OF_RANGE
+// "Group id value is too high"), although v1model's mcast_grp is bit<16>.
 inline constexpr uint32_t kMaxMulticastGroup = 32767;
 //
 // Derives every switch's intent from `plan` on `topology` (the contract with api/p4/ina.p4,

@@ -1,15 +1,15 @@
-// Error-handling helpers shared by every layer: absl::Status / absl::StatusOr<T> with canonical codes
-// (DESIGN.md "Conventions"). No exceptions cross a layer boundary.
+// Error-handling helpers shared by every layer: absl::Status / absl::StatusOr<T> with canonical
+// codes (DESIGN.md "Conventions"). No exceptions cross a layer boundary.
 #pragma once
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 // Returns from the enclosing function if `expr` (an absl::Status) is not OK.
-#define INAC_RETURN_IF_ERROR(expr)                  \
-  do {                                              \
-    ::absl::Status inac_status_ = (expr);           \
-    if (!inac_status_.ok()) return inac_status_;    \
+#define INAC_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::absl::Status inac_status_ = (expr);        \
+    if (!inac_status_.ok()) return inac_status_; \
   } while (0)
 
 #define INAC_CONCAT_INNER_(a, b) a##b

@@ -61,8 +61,8 @@ absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
   const PlannerOptions& o = request.options;
   std::optional<MemoryPolicy> policy = ParseMemoryPolicy(o.memory_policy);
   if (!policy) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown memory policy \"", o.memory_policy, "\" (esa, atp, switchml, no_ina)"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown memory policy \"", o.memory_policy,
+                                                   "\" (esa, atp, switchml, no_ina)"));
   }
   PlanningInput input;
   input.topology = *request.topology;

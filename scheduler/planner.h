@@ -57,7 +57,7 @@ struct PlanRequest {
 
 // What a job's routing said about it (parameter-server jobs only).
 struct JobReport {
-  JobEvaluation evaluation;   // after the memory caps
+  JobEvaluation evaluation;    // after the memory caps
   JobDiagnostics diagnostics;  // how the routing planned it
 };
 

@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libabsl-dev
   libssl-dev
+  clang-format
   curl
 )
 

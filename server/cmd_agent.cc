@@ -175,33 +175,33 @@ class ConfigWatcher {
     if (!a.config_file.empty() || a.refresh_ms <= 0) return;
     auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 2000});
     if (!client.ok()) return;
-    thread_ = std::thread([this, client = std::move(*client), job = a.job,
-                           period = absl::Milliseconds(a.refresh_ms), plan_version,
-                           feed]() mutable {
-      int64_t last = plan_version;
-      bool failing = false;
-      absl::MutexLock lock(&mu_);
-      while (!mu_.AwaitWithTimeout(absl::Condition(&done_), period)) {
-        mu_.Unlock();
-        auto reply = client->Call("GET", absl::StrCat("/jobs/", job, "/config"));
-        absl::StatusOr<agent::JobConfig> config =
-            reply.ok() ? agent::JobConfigFromJson(reply->body) : reply.status();
-        if (!config.ok()) {
-          if (!failing) {
-            std::cerr << "inac: warning: cannot follow re-plans of job " << job << ": "
-                      << config.status().message() << " (retrying)" << std::endl;
+    thread_ =
+        std::thread([this, client = std::move(*client), job = a.job,
+                     period = absl::Milliseconds(a.refresh_ms), plan_version, feed]() mutable {
+          int64_t last = plan_version;
+          bool failing = false;
+          absl::MutexLock lock(&mu_);
+          while (!mu_.AwaitWithTimeout(absl::Condition(&done_), period)) {
+            mu_.Unlock();
+            auto reply = client->Call("GET", absl::StrCat("/jobs/", job, "/config"));
+            absl::StatusOr<agent::JobConfig> config =
+                reply.ok() ? agent::JobConfigFromJson(reply->body) : reply.status();
+            if (!config.ok()) {
+              if (!failing) {
+                std::cerr << "inac: warning: cannot follow re-plans of job " << job << ": "
+                          << config.status().message() << " (retrying)" << std::endl;
+              }
+              failing = true;
+            } else {
+              failing = false;
+              if (config->plan_version != last && !config->tags.empty()) {
+                last = config->plan_version;
+                feed->Publish(*std::move(config));
+              }
+            }
+            mu_.Lock();
           }
-          failing = true;
-        } else {
-          failing = false;
-          if (config->plan_version != last && !config->tags.empty()) {
-            last = config->plan_version;
-            feed->Publish(*std::move(config));
-          }
-        }
-        mu_.Lock();
-      }
-    });
+        });
   }
   ~ConfigWatcher() {
     {

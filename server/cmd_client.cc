@@ -245,9 +245,9 @@ void AddTopoClientCommands(CLI::App* topo) {
     AddClientOptions(cmd, a.get());
     cmd->callback([a] {
       auto client = Connect(*a);
-      std::cout << CallOrFail(*client, "PATCH", "/links/" + a->link, Json{{"status", a->status}})
-                       .dump(2)
-                << "\n";
+      std::cout
+          << CallOrFail(*client, "PATCH", "/links/" + a->link, Json{{"status", a->status}}).dump(2)
+          << "\n";
     });
   }
   {

@@ -467,8 +467,8 @@ absl::StatusOr<Lab> LabFromJson(const Json& j, const std::string& path) {
         return bad(absl::StrCat("switches: bad grpc_address \"", address, "\""));
       sw.log = s.value("log", "");
       for (const Json& port : s.value("ports", Json::array())) {
-        sw.ports.push_back({port.at("port").get<uint32_t>(), port.at("interface").get<std::string>(),
-                            port.value("link", "")});
+        sw.ports.push_back({port.at("port").get<uint32_t>(),
+                            port.at("interface").get<std::string>(), port.value("link", "")});
       }
       lab.switches.push_back(std::move(sw));
     }
@@ -917,8 +917,8 @@ absl::Status CutLink(const Tools& tools, const std::vector<LinkEnd>& ends, bool 
       auto r = RunCommand(argv);
       if (!r.ok()) return r.status();
       // Deleting the default qdisc of an interface that was never cut fails harmlessly.
-      if (r->exit != 0 && r->output.find("Cannot delete qdisc with handle of zero") ==
-                              std::string::npos &&
+      if (r->exit != 0 &&
+          r->output.find("Cannot delete qdisc with handle of zero") == std::string::npos &&
           r->output.find("No such file or directory") == std::string::npos) {
         return absl::InternalError(absl::StrCat("`", CommandLine(argv), "` failed (exit ", r->exit,
                                                 "): ", absl::StripAsciiWhitespace(r->output)));
@@ -1191,8 +1191,8 @@ int LabSwitchVerb(const std::string& dir_arg, const std::string& op, const std::
   if (sw == nullptr || process == nullptr) {
     std::vector<std::string> ids;
     for (const LabSwitch& s : lab->switches) ids.push_back(s.id);
-    std::cerr << "inac: no switch \"" << id << "\" in the lab (switches: "
-              << absl::StrJoin(ids, ", ") << ")\n";
+    std::cerr << "inac: no switch \"" << id
+              << "\" in the lab (switches: " << absl::StrJoin(ids, ", ") << ")\n";
     return kExitBadInput;
   }
   if (op == "kill" || op == "restart") {
@@ -1259,8 +1259,7 @@ int LabLinkVerb(const std::string& dir_arg, const std::string& op, const std::st
   if (!lab) return exit;
   const std::vector<LinkEnd> ends = LinkEnds(*lab, id);
   if (ends.empty()) {
-    std::cerr << "inac: no link \"" << id << "\" in the lab (see " << dir
-              << "/topology.json)\n";
+    std::cerr << "inac: no link \"" << id << "\" in the lab (see " << dir << "/topology.json)\n";
     return kExitBadInput;
   }
   if (auto s = CutLink(*tools, ends, op == "down"); !s.ok()) {
@@ -1268,12 +1267,13 @@ int LabLinkVerb(const std::string& dir_arg, const std::string& op, const std::st
     return kExitFailure;
   }
   std::vector<std::string> names;
-  for (const LinkEnd& e : ends) names.push_back(e.ns.empty() ? e.interface : e.ns + ":" + e.interface);
+  for (const LinkEnd& e : ends)
+    names.push_back(e.ns.empty() ? e.interface : e.ns + ":" + e.interface);
   std::cout << "link " << id << ": " << (op == "down" ? "cut" : "restored") << " ("
             << absl::StrJoin(names, ", ") << ")";
   if (!lab->controller_url.empty()) {
-    std::cout << "; tell the controller: inac --server " << lab->controller_url << " topo link " << id
-              << " " << op;
+    std::cout << "; tell the controller: inac --server " << lab->controller_url << " topo link "
+              << id << " " << op;
   }
   std::cout << "\n";
   return kExitOk;
@@ -1396,7 +1396,9 @@ void AddLabCommand(CLI::App& app) {
   });
   CLI::App* link = lab->add_subcommand(
       "link", "Cut or restore one link (the controller is not told: PATCH /links/{id})");
-  link->add_option("op", (*target)[1], "down | up")->required()->check(CLI::IsMember({"down", "up"}));
+  link->add_option("op", (*target)[1], "down | up")
+      ->required()
+      ->check(CLI::IsMember({"down", "up"}));
   link->add_option("link", (*target)[2], "The link id")->required();
   link->add_option("--dir", (*target)[0], "The folder given to `inac lab up`")->required();
   link->callback([target] {

@@ -1048,8 +1048,7 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
       tag.begin = range.begin;
       tag.end = range.end;
       for (const core::FlowPlan* f : range.flows) {
-        tag.members.push_back(
-            {f->worker, core::NodeAddress(t, f->worker), f->aggregation_node});
+        tag.members.push_back({f->worker, core::NodeAddress(t, f->worker), f->aggregation_node});
       }
       for (const auto& intent : *intents) {
         for (const auto& g : intent.jobs) {

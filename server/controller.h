@@ -136,8 +136,8 @@ struct JobConfig {
     uint32_t tag = 0;
     std::string ps;
     uint32_t ps_address = 0;
-    double share = 0;   // the PS's share of the model
-    double begin = 0;   // the tag's part [begin, end) of that share's chunks
+    double share = 0;  // the PS's share of the model
+    double begin = 0;  // the tag's part [begin, end) of that share's chunks
     double end = 1;
     uint32_t multicast_group = 0;
     struct Member {

@@ -161,8 +161,8 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::RouteEntry(const core::RouteInt
   auto& entry = *entity.mutable_table_entry();
   entry.set_table_id(route_.table_id);
   INAC_RETURN_IF_ERROR(AddExact(entry, route_.job_id, route.tag, where, "aggregation tag"));
-  INAC_RETURN_IF_ERROR(AddExact(entry, route_.cls, static_cast<int64_t>(route.packet_class), where,
-                                "packet class"));
+  INAC_RETURN_IF_ERROR(
+      AddExact(entry, route_.cls, static_cast<int64_t>(route.packet_class), where, "packet class"));
   INAC_RETURN_IF_ERROR(
       AddExact(entry, route_.src_addr, route.source_address, where, "source address"));
   INAC_RETURN_IF_ERROR(

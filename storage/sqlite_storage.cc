@@ -88,8 +88,8 @@ absl::StatusOr<int64_t> SqliteTopologyStore::Put(const core::Topology& topology,
     rows::AppendEvents(db, events);
     return absl::OkStatus();
   }));
-  cache_->PutTopology(
-      std::make_shared<const core::TopologyRecord>(core::TopologyRecord{topology, version, now_ms}));
+  cache_->PutTopology(std::make_shared<const core::TopologyRecord>(
+      core::TopologyRecord{topology, version, now_ms}));
   return version;
 }
 

@@ -1,5 +1,6 @@
 #include "scheduler/lp/linear_program.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -168,7 +169,7 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
 }
 
 absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limit_s,
-                                  const std::vector<double>& start) {
+                                  const std::vector<double>& start, int64_t node_limit) {
   using A = SolverAccess;
   CoinPackedMatrix matrix = A::Matrix(program);
   std::vector<double> cl = ToCoin(A::ColLower(program)), cu = ToCoin(A::ColUpper(program));
@@ -188,6 +189,8 @@ absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limi
   model.messageHandler()->setLogLevel(0);
   model.solver()->messageHandler()->setLogLevel(0);
   if (time_limit_s > 0) model.setMaximumSeconds(time_limit_s);
+  if (node_limit > 0)
+    model.setMaximumNodes(static_cast<int>(std::min<int64_t>(node_limit, INT32_MAX)));
   model.setNumberThreads(0);
   // CBC's default strategy: its standard cut generators (probing, Gomory, knapsack cover,
   // clique, flow cover, MIR) at the root and its primal heuristics; no preprocessing (which

@@ -52,8 +52,8 @@ class LinearProgram {
 };
 
 enum class SolveStatus {
-  kOptimal,     // proven optimal
-  kFeasible,    // a solution, not proven optimal (time limit hit)
+  kOptimal,   // proven optimal
+  kFeasible,  // a solution, not proven optimal (time limit hit)
   kInfeasible,
   kUnbounded,
   kNoSolution,  // limit hit before any feasible solution
@@ -87,8 +87,9 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
                                                      double tolerance, double time_limit_s);
 
 // Solves the MIP with CBC. `start` (optional, may be empty) is a feasible solution handed to CBC
-// as its first incumbent.
+// as its first incumbent. `node_limit` > 0 stops branch and bound after that many nodes: unlike
+// the wall-clock limit it gives the same result on every machine (CBC runs single-threaded).
 absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limit_s,
-                                  const std::vector<double>& start);
+                                  const std::vector<double>& start, int64_t node_limit = 0);
 
 }  // namespace inac::scheduler::lp

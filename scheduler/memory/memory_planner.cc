@@ -124,10 +124,10 @@ bool RefreshPriorities(const std::vector<MemoryJobState>& jobs, const PriorityFu
   for (core::JobPlan& jp : plan->jobs) {
     auto it = state_of.find(jp.job_id);
     if (!jp.ring.empty() || it == state_of.end()) continue;
-    jp.priority = priority_fn.Priority(PriorityInput{
-        .user_priority = it->second->user_priority,
-        .remaining_comm_bytes = it->second->remaining_comm_bytes,
-        .age_s = it->second->age_s});
+    jp.priority =
+        priority_fn.Priority(PriorityInput{.user_priority = it->second->user_priority,
+                                           .remaining_comm_bytes = it->second->remaining_comm_bytes,
+                                           .age_s = it->second->age_s});
   }
   return PriorityOrder(*plan) != before;
 }

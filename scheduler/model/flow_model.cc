@@ -150,7 +150,8 @@ OnOffShare OnOffFairRates(const std::vector<double>& capacity, const std::vector
   std::vector<double> fixed_load(capacity.size(), 0.0);  // mean load of frozen jobs
   for (int j = 0; j < n; ++j) {
     if (!frozen[j] || std::isinf(out.rates[j])) continue;
-    for (const auto& [r, c] : jobs[j].flow.coefficients) fixed_load[r] += c * average(j, out.rates[j]);
+    for (const auto& [r, c] : jobs[j].flow.coefficients)
+      fixed_load[r] += c * average(j, out.rates[j]);
   }
   std::vector<double> load(capacity.size(), 0.0);
   std::vector<int> touched;
@@ -389,7 +390,8 @@ Evaluation FlowEvaluator::Evaluate(const std::vector<RoutedJob>& jobs) const {
                           TransferMs(in.spec.gradient_bytes, je.down_gbps));
     double compute = in.spec.compute_ms;
     int batch = jobs[j].batch_size > 0 ? jobs[j].batch_size : in.spec.batch_size;
-    if (in.spec.batch_size > 0 && batch > 0) compute *= static_cast<double>(batch) / in.spec.batch_size;
+    if (in.spec.batch_size > 0 && batch > 0)
+      compute *= static_cast<double>(batch) / in.spec.batch_size;
     je.iteration_ms = compute + je.comm_ms;
     je.jct_ms = JobCompletionMs(0, in.spec.iterations, je.iteration_ms);
     if (!std::isinf(je.rate_gbps)) {
@@ -449,8 +451,7 @@ absl::StatusOr<RoutedJob> FlowEvaluator::FromJobPlan(const core::JobPlan& plan) 
     total += x;
   }
   if (std::abs(total - 1) > 1e-6) return bad(absl::StrCat("shares sum to ", total));
-  auto to_arcs = [&](const std::vector<std::string>& path,
-                     std::vector<int>* arcs) -> absl::Status {
+  auto to_arcs = [&](const std::vector<std::string>& path, std::vector<int>* arcs) -> absl::Status {
     for (size_t i = 0; i + 1 < path.size(); ++i) {
       int u = g.index(path[i]);
       int v = g.index(path[i + 1]);
@@ -500,8 +501,8 @@ absl::StatusOr<RoutedJob> FlowEvaluator::FromJobPlan(const core::JobPlan& plan) 
   }
   for (const auto& [sw, ps] : aggregating) {
     if (!streamed.count({sw, ps})) {
-      return bad(absl::StrCat(g.name(sw), " aggregates for ", g.name(ps),
-                              " but has no aggregator path"));
+      return bad(
+          absl::StrCat(g.name(sw), " aggregates for ", g.name(ps), " but has no aggregator path"));
     }
   }
   for (const auto& [sw, n] : plan.aggregators) {

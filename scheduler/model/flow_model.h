@@ -90,8 +90,8 @@ struct VirtualFlow {
 };
 
 struct FairShare {
-  std::vector<double> rates;     // per flow; kUnbounded when nothing limits it
-  std::vector<int> bottleneck;   // resource that froze the flow; -1 for its private limit/none
+  std::vector<double> rates;    // per flow; kUnbounded when nothing limits it
+  std::vector<int> bottleneck;  // resource that froze the flow; -1 for its private limit/none
 };
 
 // Max-min fair progressive filling of `flows` over `capacity` (resource-indexed, >= 0).
@@ -141,7 +141,7 @@ struct JobEvaluation {
 };
 
 struct Evaluation {
-  std::vector<JobEvaluation> jobs;  // same order as the evaluated jobs
+  std::vector<JobEvaluation> jobs;     // same order as the evaluated jobs
   std::vector<double> load_gbps;       // per resource: the planned jobs' push (up) load
   std::vector<double> down_load_gbps;  // per resource: their broadcast (down) load
 };

@@ -51,6 +51,9 @@ struct PlanningOptions {
   // Solver time limits (wall-clock time inside COIN-OR; the planner itself reads no clock).
   double lp_time_limit_s = 60;
   double mip_time_limit_s = 30;
+  // Branch-and-bound nodes of a MIP (`optimal`), 0 for no limit: a limit that, unlike the time
+  // limits, gives the same plan on every machine.
+  int64_t mip_node_limit = 0;
   // Latency of a link whose Link::latency_us is unset, used for the RTT of the memory cap.
   double default_link_latency_us = 2.0;
 };

@@ -22,8 +22,8 @@ double PathCost(const Network& net, const std::vector<int>& arcs, const std::vec
 }
 
 // Index of the least-loaded path (ties: the earlier, i.e. shorter, path). -1 if none.
-int LeastLoaded(const Network& net, const std::vector<Path>& paths,
-                const std::vector<double>& unit, const std::vector<double>& residual, double add) {
+int LeastLoaded(const Network& net, const std::vector<Path>& paths, const std::vector<double>& unit,
+                const std::vector<double>& residual, double add) {
   int best = -1;
   double best_cost = kUnbounded;
   for (size_t i = 0; i < paths.size(); ++i) {
@@ -46,8 +46,8 @@ std::vector<std::pair<int, double>> EqualShares(const std::vector<int>& ps) {
   return shares;
 }
 
-using RouteFn = std::function<RoutedJob(const Network&, PathCache&, const std::vector<double>&,
-                                        int)>;
+using RouteFn =
+    std::function<RoutedJob(const Network&, PathCache&, const std::vector<double>&, int)>;
 
 absl::StatusOr<RoutingResult> RouteSequentially(const Network& net, const RouteFn& route,
                                                 const std::string& source) {
@@ -271,8 +271,8 @@ RoutedJob RouteSwitchMl(const Network& net, PathCache& paths, const std::vector<
       continue;
     }
     int sw = g.arc(f.arcs[cut - 1]).to;
-    rj.flows.push_back(
-        RoutedFlow{f.worker, f.ps, sw, 1.0, std::vector<int>(f.arcs.begin(), f.arcs.begin() + cut)});
+    rj.flows.push_back(RoutedFlow{f.worker, f.ps, sw, 1.0,
+                                  std::vector<int>(f.arcs.begin(), f.arcs.begin() + cut)});
     streams.emplace(std::make_pair(sw, f.ps), std::vector<int>(f.arcs.begin() + cut, f.arcs.end()));
   }
   for (auto& [key, arcs] : streams) rj.streams.push_back(RoutedStream{key.first, key.second, arcs});

@@ -200,8 +200,8 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
       double rounded_rate = -1;
       for (int round = 0; round <= input.options.rounds; ++round) {
         std::mt19937_64 rng(RoundSeed(input.seed, j, round));
-        Choice ch = RoundChoice(one[0], lp.jobs[0], outcome->solution.values,
-                                round == 0 ? nullptr : &rng);
+        Choice ch =
+            RoundChoice(one[0], lp.jobs[0], outcome->solution.values, round == 0 ? nullptr : &rng);
         if (EachRound(one[0], input.options)) {
           LocalSearch(net, residual, one[0], MoveBudget(one[0]), &ch);
         }
@@ -214,8 +214,8 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
       std::string rsource = "lp_rounding";
       if (input.options.local_search) {
         LocalSearch(net, residual, one[0], MoveBudget(one[0]), &best_choice);
-        double rate = SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], best_choice)),
-                                    residual);
+        double rate =
+            SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], best_choice)), residual);
         if (rate > rounded_rate * (1 + 1e-9)) rsource = "lp_rounding+local_search";
         rounded_rate = std::max(rounded_rate, rate);
       }

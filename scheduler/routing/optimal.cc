@@ -157,13 +157,13 @@ absl::StatusOr<RoutingResult> OptimalRouting::Route(const Network& net) const {
           start[x[i][grid_choice.pair[i].first][grid_choice.pair[i].second]] = 1;
         }
         for (const RoutedStream& st : gj.streams) {
-          int q = grid_choice.stream.count({st.sw, st.ps}) ? grid_choice.stream[{st.sw, st.ps}]
-                                                           : 0;
+          int q = grid_choice.stream.count({st.sw, st.ps}) ? grid_choice.stream[{st.sw, st.ps}] : 0;
           start[z[{st.sw, st.ps}][q]] = 1;
         }
       }
     }
-    auto solved = lp::SolveMip(mip, input.options.mip_time_limit_s, start);
+    auto solved =
+        lp::SolveMip(mip, input.options.mip_time_limit_s, start, input.options.mip_node_limit);
     if (!solved.ok()) return solved.status();
     JobDiagnostics& d = result.diagnostics[j];
     d.job_id = input.jobs[j].id;
@@ -179,8 +179,8 @@ absl::StatusOr<RoutingResult> OptimalRouting::Route(const Network& net) const {
         ch.pair[i] = {0, 0};
         for (size_t o = 0; o < x[i].size(); ++o) {
           for (size_t p = 0; p < x[i][o].size(); ++p) {
-            if (solved->values[x[i][o][p]] > 0.5) ch.pair[i] = {static_cast<int>(o),
-                                                                static_cast<int>(p)};
+            if (solved->values[x[i][o][p]] > 0.5)
+              ch.pair[i] = {static_cast<int>(o), static_cast<int>(p)};
           }
         }
       }

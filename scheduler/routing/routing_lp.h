@@ -54,10 +54,10 @@ struct PairCandidates {
 
 struct JobCandidates {
   int job = -1;
-  std::vector<int> ps;         // PS nodes
-  std::vector<double> shares;  // x_s, aligned with ps
-  std::vector<PairCandidates> pairs;  // pairs with worker != PS
-  std::vector<std::pair<int, int>> local;  // (worker, ps_index) with worker == PS
+  std::vector<int> ps;                                       // PS nodes
+  std::vector<double> shares;                                // x_s, aligned with ps
+  std::vector<PairCandidates> pairs;                         // pairs with worker != PS
+  std::vector<std::pair<int, int>> local;                    // (worker, ps_index) with worker == PS
   std::map<std::pair<int, int>, std::vector<Path>> streams;  // (switch, PS node) -> paths
 };
 
@@ -81,13 +81,13 @@ RoutedJob ToRoutedJob(const Network& network, const JobCandidates& candidates,
 
 struct RoutingLp {
   lp::LinearProgram program;
-  std::vector<int> lambda;  // column per job
-  int t = -1;               // common floor column with several jobs
+  std::vector<int> lambda;        // column per job
+  int t = -1;                     // common floor column with several jobs
   std::vector<double> load_cost;  // per column: arcs crossed (the tie-breaking objective)
   struct JobColumns {
-    std::vector<std::vector<std::vector<int>>> r;         // pair, option, path
-    std::map<std::pair<int, int>, std::vector<int>> y;    // (switch, PS node) -> path columns
-    std::vector<int> z;                                   // per PS, free shares only
+    std::vector<std::vector<std::vector<int>>> r;       // pair, option, path
+    std::map<std::pair<int, int>, std::vector<int>> y;  // (switch, PS node) -> path columns
+    std::vector<int> z;                                 // per PS, free shares only
   };
   std::vector<JobColumns> jobs;
 };
@@ -107,8 +107,9 @@ struct LpOutcome {
 // held at its optimum, the least total network load (Σ rate × hops) -- among the LP optima the
 // one without needless detours, whose rounding is closer to a good integral plan. Internal if CLP
 // fails.
-absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp, const std::vector<JobCandidates>& jobs,
-                                         bool free_shares, double time_limit_s);
+absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
+                                         const std::vector<JobCandidates>& jobs, bool free_shares,
+                                         double time_limit_s);
 
 // Randomised rounding of job `j` of the LP solution; `rng` nullptr = deterministic (argmax).
 Choice RoundChoice(const JobCandidates& candidates, const RoutingLp::JobColumns& columns,

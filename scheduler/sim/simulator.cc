@@ -173,8 +173,7 @@ void Simulation::Advance(double dt) {
     SimJobResult& res = results_[r.trace_index];
     for (const JobSwitch& s : r.switches) {
       if (options_.policy != MemoryPolicy::kNoIna && std::isfinite(r.up_gbps)) {
-        res.fallback_bytes +=
-            dt * s.psi * s.inflow * r.up_gbps * r.active_fraction * kBytesPerGbit;
+        res.fallback_bytes += dt * s.psi * s.inflow * r.up_gbps * r.active_fraction * kBytesPerGbit;
       }
       res.preemptions += dt * s.preemptions_per_s;
       occupancy_integral_[s.node] += dt * s.occupancy;

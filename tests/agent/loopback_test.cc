@@ -161,8 +161,8 @@ TEST(LoopbackTest, AgentsFollowAReplanThatChangesTheTag) {
   next.plan_version = 2;
   next.tags[0].tag += 1u << 30;
   ConfigFeed feed;
-  AgentRun run = RunAll(c, PickUdpPort(), 12400, 3, 1.0, /*window=*/8, &feed,
-                        [&] { feed.Publish(next); });
+  AgentRun run =
+      RunAll(c, PickUdpPort(), 12400, 3, 1.0, /*window=*/8, &feed, [&] { feed.Publish(next); });
   ASSERT_TRUE(run.ps[0].ok()) << run.ps[0].status();
   EXPECT_TRUE(run.ps[0]->complete);
   EXPECT_EQ(run.ps[0]->counters.contributions, 3 * 3 * 200);

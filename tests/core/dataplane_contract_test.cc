@@ -137,8 +137,7 @@ class ContractInterpreter {
     }
     if (p.flags & kResult) {
       p.dst = 0;
-    } else if (!(p.flags & kFallback) && s.jobs.count(p.tag) &&
-               s.inputs.count({p.tag, p.src})) {
+    } else if (!(p.flags & kFallback) && s.jobs.count(p.tag) && s.inputs.count({p.tag, p.src})) {
       const JobAggregationIntent& job = s.jobs[p.tag];
       const uint64_t bit = uint64_t{1} << s.inputs[{p.tag, p.src}];
       p.src = job.self_address;
@@ -163,8 +162,7 @@ class ContractInterpreter {
     auto r = s.routes.find({p.tag, cls, p.src, p.dst});
     if (r == s.routes.end()) {
       errors.push_back(absl::StrCat(graph_.name(u), ": no route for tag ", p.tag, " class ",
-                                    int{cls}, " ", FormatIpv4(p.src), " -> ",
-                                    FormatIpv4(p.dst)));
+                                    int{cls}, " ", FormatIpv4(p.src), " -> ", FormatIpv4(p.dst)));
       return;
     }
     if (r->second.multicast_group != 0) {
@@ -235,8 +233,7 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
       const bool split = rng() % 3 == 0;
       for (int w = 0; w < workers; ++w) {
         const std::string& worker = hosts[w];
-        std::vector<std::string> path =
-            RandomShortestPath(g, g.index(worker), g.index(ps), rng);
+        std::vector<std::string> path = RandomShortestPath(g, g.index(worker), g.index(ps), rng);
         auto choose = [&]() -> size_t {  // index of the aggregation node on `path`
           std::vector<size_t> ina;
           for (size_t i = 1; i + 1 < path.size(); ++i) {
@@ -256,7 +253,8 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
           f.fraction = parts == 1 ? 1.0 : 0.5;
           if (at + 1 < path.size() && rng() % 2) {
             bool have = false;
-            for (const auto& ap : jp.aggregator_paths) have |= ap.switch_id == path[at] && ap.ps == ps;
+            for (const auto& ap : jp.aggregator_paths)
+              have |= ap.switch_id == path[at] && ap.ps == ps;
             if (!have) {
               jp.aggregator_paths.push_back(
                   {path[at], ps, std::vector<std::string>(path.begin() + at, path.end())});
@@ -286,7 +284,8 @@ std::map<uint32_t, std::set<std::string>> WorkersByTag(const Plan& plan) {
         split |= f.fraction < 1;
         workers.insert(f.worker);
       }
-      for (int r = 0; r < (split ? 2 : 1); ++r) out[AggregationTag(jp.job_id, ps_index, r, jp.generation)] = workers;
+      for (int r = 0; r < (split ? 2 : 1); ++r)
+        out[AggregationTag(jp.job_id, ps_index, r, jp.generation)] = workers;
       ++ps_index;
     }
   }

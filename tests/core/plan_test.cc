@@ -13,8 +13,11 @@ Topology Small() {
   Topology t;
   t.switches = {{"s1", {true, 10, 1000, 248}, {}}, {"s2", {true, 10, 1000, 248}, {}}};
   t.hosts = {{"w1", {}, {}}, {"w2", {}, {}}, {"w3", {}, {}}, {"ps", {}, {}}};
-  t.links = {{"w1~s1", "w1", "s1", 10}, {"w2~s1", "w2", "s1", 10}, {"s1~s2", "s1", "s2", 10},
-             {"w3~s2", "w3", "s2", 10}, {"s2~ps", "s2", "ps", 10}};
+  t.links = {{"w1~s1", "w1", "s1", 10},
+             {"w2~s1", "w2", "s1", 10},
+             {"s1~s2", "s1", "s2", 10},
+             {"w3~s2", "w3", "s2", 10},
+             {"s2~ps", "s2", "ps", 10}};
   return t;
 }
 
@@ -163,8 +166,10 @@ TEST(DeriveSwitchIntentsTest, TwoShardsSplitTheJobsAggregators) {
   Plan plan = OneJob();
   JobPlan& jp = plan.jobs[0];
   jp.ps_shares = {{"ps", 0.5}, {"w3", 0.5}};
-  jp.flows = {{"w1", "ps", "s1", {"w1", "s1"}}, {"w2", "ps", "s1", {"w2", "s1"}},
-              {"w1", "w3", "s1", {"w1", "s1"}}, {"w2", "w3", "s1", {"w2", "s1"}}};
+  jp.flows = {{"w1", "ps", "s1", {"w1", "s1"}},
+              {"w2", "ps", "s1", {"w2", "s1"}},
+              {"w1", "w3", "s1", {"w1", "s1"}},
+              {"w2", "w3", "s1", {"w2", "s1"}}};
   jp.aggregator_paths = {{"s1", "ps", {"s1", "s2", "ps"}}, {"s1", "w3", {"s1", "s2", "w3"}}};
   jp.aggregators = {{"s1", 65}};
   auto s1 = DeriveSwitchIntents(t, plan)[0];
@@ -192,8 +197,8 @@ TEST(DeriveSwitchIntentsTest, RawAndUpstreamTrafficAreKeyedApartAndResultsDoNotL
   for (const RouteIntent& r : s2.routes) {
     if (r.destination_address == ps) s2_routes[{r.packet_class, r.source_address}] = r.egress_port;
   }
-  EXPECT_EQ((s2_routes[{RouteClass::kRaw, NodeAddress(t, "w3")}]), 1u);        // toward s1
-  EXPECT_EQ((s2_routes[{RouteClass::kUpstream, NodeAddress(t, "s1")}]), 3u);   // toward ps
+  EXPECT_EQ((s2_routes[{RouteClass::kRaw, NodeAddress(t, "w3")}]), 1u);       // toward s1
+  EXPECT_EQ((s2_routes[{RouteClass::kUpstream, NodeAddress(t, "s1")}]), 3u);  // toward ps
   ASSERT_EQ(s1.jobs.size(), 1u);
   EXPECT_EQ(s1.jobs[0].fan_in, 3u);
   // Results: s2 replicates to s1 and w3; s1 only to w1 and w2 (never back to s2).

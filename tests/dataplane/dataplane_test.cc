@@ -382,7 +382,8 @@ TEST_F(DataplaneTest, SwitchKilledMidRunIsRestoredAndSumsStayExact) {
   std::vector<AgentRun> runs = Wait(std::move(a));
   for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
   double longest = 0;
-  for (size_t i = 1; i < runs.size(); ++i) longest = std::max(longest, LongestIteration(runs[i].report));
+  for (size_t i = 1; i < runs.size(); ++i)
+    longest = std::max(longest, LongestIteration(runs[i].report));
   std::printf("[ info ] switch restarted mid-run: longest iteration %.0f ms; ps: %s\n", longest,
               runs[0].report.dump().c_str());
   ASSERT_TRUE(runs[0].report.is_object());
@@ -423,8 +424,8 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
     if ((l.a == spine && l.b == "lf0") || (l.a == "lf0" && l.b == spine)) link = l.id;
   }
   ASSERT_FALSE(link.empty());
-  const std::vector<std::string> args = {"--size", "65536", "--iterations", "12",
-                                         "--refresh-ms", "200"};
+  const std::vector<std::string> args = {"--size", "65536",        "--iterations",
+                                         "12",     "--refresh-ms", "200"};
   AllReduce a = StartAllReduce(job, workers, "h1_3", args, args);
   absl::SleepFor(absl::Seconds(2));
   ASSERT_TRUE(AllRunning(a)) << "the all-reduce ended before the cut: make it longer";
@@ -450,7 +451,8 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
   // Every agent ran under the first plan and then the re-plan.
   for (const AgentRun& r : runs) {
     ASSERT_TRUE(r.report.is_object()) << r.host;
-    EXPECT_GE(r.report.value("plans", Json::array()).size(), 2u) << r.host << ": " << r.report.dump();
+    EXPECT_GE(r.report.value("plans", Json::array()).size(), 2u)
+        << r.host << ": " << r.report.dump();
   }
   EXPECT_EQ(runs[0].report.value("iterations_done", 0), 12);
   EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);

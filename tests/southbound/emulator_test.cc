@@ -562,8 +562,9 @@ TEST_F(EmulatorTest, WildcardReads) {
   m->mutable_exact()->set_value(Bytes({8}));
   auto* a = job.mutable_action()->mutable_action();
   a->set_action_id(kSetJob);
-  std::vector<std::string> values = {Bytes({2}),      Bytes({3}),  Bytes({0, 9}),
-                                     Bytes({0}),      Bytes({16}), Bytes({0xFF, 0xFF, 0xFF, 0xFF}),
+  std::vector<std::string> values = {Bytes({2}),       Bytes({3}),
+                                     Bytes({0, 9}),    Bytes({0}),
+                                     Bytes({16}),      Bytes({0xFF, 0xFF, 0xFF, 0xFF}),
                                      Be32(0x0A000001), Be32(0x0AFF0001)};
   for (size_t i = 0; i < values.size(); ++i) {
     auto* p = a->add_params();

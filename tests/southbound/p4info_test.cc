@@ -82,8 +82,7 @@ TEST(P4InfoTest, NamesAliasesAndNumbering) {
     EXPECT_EQ(p.alias(), last) << name;
     EXPECT_TRUE(aliases.insert(std::to_string(Prefix(p.id())) + p.alias()).second) << name;
     if (name != "NoAction") {
-      EXPECT_TRUE(name.rfind("IngressImpl.", 0) == 0 || name.rfind("EgressImpl.", 0) == 0)
-          << name;
+      EXPECT_TRUE(name.rfind("IngressImpl.", 0) == 0 || name.rfind("EgressImpl.", 0) == 0) << name;
     }
   };
   for (const auto& a : info.actions()) {
@@ -129,7 +128,7 @@ TEST(P4InfoTest, SetJobMatchesTheControlContract) {
   }
   ASSERT_NE(set_job, nullptr);
   std::vector<std::pair<std::string, int>> want = {
-      {"fan_in", 32},    {"input_bitmap", 64}, {"mcast_grp", 16},    {"agg_base", 32},
+      {"fan_in", 32},    {"input_bitmap", 64}, {"mcast_grp", 16},     {"agg_base", 32},
       {"agg_count", 32}, {"priority", 32},     {"upstream_addr", 32}, {"self_addr", 32}};
   ASSERT_EQ(set_job->params_size(), static_cast<int>(want.size()));
   for (size_t i = 0; i < want.size(); ++i) {

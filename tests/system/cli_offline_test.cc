@@ -45,7 +45,8 @@ TEST_F(CliOfflineTest, SimGeneratesATraceAndReportsEveryJob) {
   const std::string timeline = dir_ + "/timeline.csv";
   const CliRun run = RunInac("sim --topology " + topology_ +
                                  " --generate all-at-zero --jobs 6 --iterations 40 --seed 3"
-                                 " --policy esa --json --timeline " + timeline,
+                                 " --policy esa --json --timeline " +
+                                 timeline,
                              dir_);
   ASSERT_EQ(run.exit, 0) << run.out;
   const Json j = StdoutJson(run);
@@ -101,8 +102,7 @@ TEST_F(CliOfflineTest, SimReplaysACsvTraceAndPrintsATable) {
   ASSERT_EQ(run.exit, 0) << run.out;
   EXPECT_NE(run.out.find("bert"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("resnet"), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find("policy switchml, routing atp, traffic onoff: 2 jobs"),
-            std::string::npos)
+  EXPECT_NE(run.out.find("policy switchml, routing atp, traffic onoff: 2 jobs"), std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find("mean JCT"), std::string::npos) << run.out;
 }
@@ -130,8 +130,9 @@ TEST_F(CliOfflineTest, SimRefusesBadInputWithEveryProblem) {
   EXPECT_EQ(bad.exit, 2) << bad.out;
   EXPECT_NE(bad.out.find("NoSuchNet"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("line 3"), std::string::npos) << bad.out;
-  const CliRun missing = RunInac("sim --topology " + dir_ + "/none.json --generate all-at-zero"
-                                 " --jobs 1",
+  const CliRun missing = RunInac("sim --topology " + dir_ +
+                                     "/none.json --generate all-at-zero"
+                                     " --jobs 1",
                                  dir_);
   EXPECT_EQ(missing.exit, 2) << missing.out;
 }

@@ -29,8 +29,12 @@ TEST(PlanParityTest, InacPlanEqualsTheControllersPlan) {
   const std::string topology = WriteFile(dir + "/topo.json", core::TopologyToJson(t).dump());
   auto job = [](const std::string& name, std::vector<std::string> workers, const std::string& ps,
                 int64_t bytes) {
-    return Json{{"name", name},          {"workers", workers}, {"parameter_servers", {ps}},
-                {"gradient_bytes", bytes}, {"compute_ms", 10}, {"iterations", 100},
+    return Json{{"name", name},
+                {"workers", workers},
+                {"parameter_servers", {ps}},
+                {"gradient_bytes", bytes},
+                {"compute_ms", 10},
+                {"iterations", 100},
                 {"batch_size", 32}};
   };
   const Json jobs = {{"jobs",
@@ -47,8 +51,10 @@ TEST(PlanParityTest, InacPlanEqualsTheControllersPlan) {
   Json served;
   for (int i = 0; i < 300 && !served.is_object(); ++i) {  // bounded: 30 s
     Response p = rest.Get("/plan");
-    if (p.status == 200 && p.body["jobs"].size() == 2) served = p.body;
-    else absl::SleepFor(absl::Milliseconds(100));
+    if (p.status == 200 && p.body["jobs"].size() == 2)
+      served = p.body;
+    else
+      absl::SleepFor(absl::Milliseconds(100));
   }
   ASSERT_TRUE(served.is_object()) << "the controller did not plan both jobs";
 
