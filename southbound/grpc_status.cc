@@ -49,20 +49,4 @@ absl::StatusOr<std::vector<absl::Status>> DecodeWriteStatus(const grpc::Status& 
   return FromGrpcStatus(status);
 }
 
-grpc::Status EncodeWriteStatus(const std::vector<absl::Status>& results) {
-  bool all_ok = true;
-  for (const auto& r : results) all_ok = all_ok && r.ok();
-  if (all_ok) return grpc::Status::OK;
-  google::rpc::Status details;
-  details.set_code(google::rpc::UNKNOWN);
-  details.set_message("Write failure.");
-  for (const auto& r : results) {
-    p4::v1::Error error;
-    error.set_canonical_code(static_cast<int>(r.code()));
-    if (!r.ok()) error.set_message(std::string(r.message()));
-    details.add_details()->PackFrom(error);
-  }
-  return grpc::Status(grpc::StatusCode::UNKNOWN, "Write failure.", details.SerializeAsString());
-}
-
 }  // namespace inac::southbound

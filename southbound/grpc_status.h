@@ -27,8 +27,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 absl::StatusOr<std::vector<absl::Status>> DecodeWriteStatus(const grpc::Status& status,
                                                             size_t num_updates);
 
-// Builds the grpc::Status a spec-conformant server returns for per-update `results` (used by
-// test servers): OK when all are OK, else UNKNOWN with one p4.v1.Error per update.
-grpc::Status EncodeWriteStatus(const std::vector<absl::Status>& results);
-
 }  // namespace inac::southbound

@@ -20,7 +20,7 @@
 #include "core/topology.h"
 #include "server/controller.h"
 #include "server/http_api.h"
-#include "southbound/fake_switch_client.h"
+#include "southbound/testing/fake_switch_client.h"
 #include "storage/sqlite_storage.h"
 
 namespace inac::server::testing {

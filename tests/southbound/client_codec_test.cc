@@ -15,6 +15,7 @@
 #include "southbound/grpc_status.h"
 #include "southbound/intent_translator.h"
 #include "southbound/p4info_index.h"
+#include "southbound/testing/write_status.h"
 
 namespace inac::southbound {
 namespace {

@@ -19,12 +19,12 @@
 #include "southbound/device_config.h"
 #include "southbound/emulator/emulated_switch.h"
 #include "southbound/entity_codec.h"
-#include "southbound/fake_switch_client.h"
 #include "southbound/intent_reconciler.h"
 #include "southbound/intent_translator.h"
 #include "southbound/p4info_index.h"
 #include "southbound/p4runtime_switch_client.h"
 #include "southbound/switch_session.h"
+#include "southbound/testing/fake_switch_client.h"
 
 namespace inac::southbound {
 namespace {

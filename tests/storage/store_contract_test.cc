@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "core/ports.h"
-#include "storage/in_memory_stores.h"
 #include "storage/sqlite_storage.h"
+#include "storage/testing/in_memory_stores.h"
 #include "tests/storage/test_util.h"
 
 namespace inac::storage {

@@ -1,4 +1,4 @@
-#include "storage/in_memory_stores.h"
+#include "storage/testing/in_memory_stores.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "southbound/fake_switch_client.h"
+#include "southbound/testing/fake_switch_client.h"
 
 #include <cstdlib>
 #include <utility>
