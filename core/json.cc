@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/models.h"
+#include "core/status.h"
 
 namespace inac::core {
 
@@ -217,8 +218,9 @@ std::string Indexed(const std::string& path, const std::string& field, size_t i)
 absl::Status ProblemsToStatus(const std::string& what, const std::vector<Problem>& problems) {
   std::vector<std::string> lines;
   for (const Problem& p : problems) lines.push_back(FormatProblem(p));
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid ", what, ": ", absl::StrJoin(lines, "; ")));
+  return WithField(
+      absl::InvalidArgumentError(absl::StrCat("invalid ", what, ": ", absl::StrJoin(lines, "; "))),
+      problems.empty() ? "" : problems.front().path);
 }
 
 Json AddressJson(uint32_t a) { return FormatIpv4(a); }

@@ -2,8 +2,11 @@
 // codes (DESIGN.md "Conventions"). No exceptions cross a layer boundary.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 
 // Returns from the enclosing function if `expr` (an absl::Status) is not OK.
 #define INAC_RETURN_IF_ERROR(expr)               \
@@ -22,3 +25,23 @@
   auto tmp = (expr);                                \
   if (!tmp.ok()) return std::move(tmp).status();    \
   lhs = std::move(tmp).value()
+
+namespace inac::core {
+
+// The request field a status is about (e.g. "jobs[0].workers[1]"), carried as a payload of the
+// status, never parsed back out of its message: the REST layer puts it in the error body's
+// `field`.
+inline constexpr const char* kFieldPayloadUrl = "type.inac.dev/inac.Field";
+
+inline absl::Status WithField(absl::Status status, const std::string& field) {
+  if (!status.ok() && !field.empty()) status.SetPayload(kFieldPayloadUrl, absl::Cord(field));
+  return status;
+}
+
+// The field of WithField, or "" when the status names none.
+inline std::string FieldOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kFieldPayloadUrl);
+  return payload.has_value() ? std::string(*payload) : std::string();
+}
+
+}  // namespace inac::core

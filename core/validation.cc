@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/status.h"
 
 namespace inac::core {
 
@@ -21,6 +22,11 @@ std::string FormatProblems(const std::vector<Problem>& problems) {
   std::string out;
   for (const Problem& p : problems) absl::StrAppend(&out, FormatProblem(p), "\n");
   return out;
+}
+
+absl::Status ProblemsError(const std::vector<Problem>& problems) {
+  return WithField(absl::InvalidArgumentError(FormatProblems(problems)),
+                   problems.empty() ? "" : problems.front().path);
 }
 
 namespace {
@@ -275,9 +281,10 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
     if (topology->FindHost(id)) return;
     refs_ok = false;
     if (topology->FindSwitch(id)) {
-      out.push_back({p, absl::StrCat(Quote(id), " is a switch, not a host")});
+      out.push_back(
+          {p, absl::StrCat(Quote(id), " is a switch, not a host"), ProblemKind::kUnknownNode});
     } else {
-      out.push_back({p, absl::StrCat("unknown host ", Quote(id))});
+      out.push_back({p, absl::StrCat("unknown host ", Quote(id)), ProblemKind::kUnknownNode});
     }
   };
   for (size_t i = 0; i < spec.workers.size(); ++i) {
@@ -291,8 +298,10 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
   std::vector<bool> seen = g.Reachable(g.index(spec.workers[0]));
   auto check_reach = [&](const std::string& id, const std::string& p) {
     if (!seen[g.index(id)]) {
-      out.push_back({p, absl::StrCat("host ", Quote(id), " is not connected to ", spec.workers[0],
-                                     " over links that are up")});
+      out.push_back({p,
+                     absl::StrCat("host ", Quote(id), " is not connected to ", spec.workers[0],
+                                  " over links that are up"),
+                     ProblemKind::kUnreachable});
     }
   };
   for (size_t i = 1; i < spec.workers.size(); ++i) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/json.h"
+#include "core/status.h"
 #include "core/validation.h"
 #include "scheduler/memory/aggregator_model.h"
 #include "scheduler/memory/memory_planner.h"
@@ -366,9 +367,7 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
       continue;
     }
     bool missing_host = false;
-    for (const auto& p : problems)
-      missing_host |= p.message.find("unknown host") != std::string::npos ||
-                      p.message.find("is a switch") != std::string::npos;
+    for (const auto& p : problems) missing_host |= p.kind == core::ProblemKind::kUnknownNode;
     if (missing_host) {
       core::JobUpdate u;
       u.state = core::JobState::kFailed;
@@ -838,7 +837,7 @@ absl::StatusOr<core::CreateJobResult> Controller::SubmitJob(
   const core::Topology* topo = topology->has_value() ? &(*topology)->topology : nullptr;
   auto problems = core::ValidateJobSpec(spec, topo, "");
   if (!problems.empty()) {
-    return absl::InvalidArgumentError(core::FormatProblems(problems));
+    return core::ProblemsError(problems);
   }
   int64_t now = clock_();
   auto result = storage_->jobs().Create(
@@ -883,13 +882,16 @@ absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t ite
                      "; progress is accepted only while it is scheduled or running"));
   }
   if (iterations_done < job->iterations_done) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "iterations_done: went backwards (", iterations_done, " < ", job->iterations_done, ")"));
+    return core::WithField(
+        absl::InvalidArgumentError(absl::StrCat("iterations_done: went backwards (",
+                                                iterations_done, " < ", job->iterations_done, ")")),
+        "iterations_done");
   }
   if (iterations_done > job->spec.iterations) {
-    return absl::InvalidArgumentError(absl::StrCat("iterations_done: ", iterations_done,
-                                                   " exceeds the job's ", job->spec.iterations,
-                                                   " iterations"));
+    return core::WithField(absl::InvalidArgumentError(absl::StrCat(
+                               "iterations_done: ", iterations_done, " exceeds the job's ",
+                               job->spec.iterations, " iterations")),
+                           "iterations_done");
   }
   int64_t now = clock_();
   core::JobUpdate u;
@@ -919,7 +921,7 @@ absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t ite
 
 absl::StatusOr<int64_t> Controller::PutTopology(const core::Topology& topology) {
   auto problems = core::ValidateTopology(topology);
-  if (!problems.empty()) return absl::InvalidArgumentError(core::FormatProblems(problems));
+  if (!problems.empty()) return core::ProblemsError(problems);
   int64_t now = clock_();
   auto version = storage_->topology().Put(
       topology, now, std::nullopt,
@@ -1088,7 +1090,7 @@ absl::StatusOr<core::Plan> Controller::PreviewPlan(const core::JobSpec& spec) {
   if (!snapshot->topology) return absl::FailedPreconditionError("no topology has been loaded");
   const core::Topology& topology = snapshot->topology->topology;
   auto problems = core::ValidateJobSpec(spec, &topology, "");
-  if (!problems.empty()) return absl::InvalidArgumentError(core::FormatProblems(problems));
+  if (!problems.empty()) return core::ProblemsError(problems);
   std::vector<core::Job> jobs;
   for (const core::Job& job : snapshot->jobs) {
     if (core::ValidateJobSpec(job.spec, &topology, "").empty()) jobs.push_back(job);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/json.h"
+#include "core/status.h"
 #include "server/config.h"
 #include "spdlog/spdlog.h"
 
@@ -112,21 +113,6 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 
 namespace {
 
-// The field of a "path: message" problem line, when the prefix looks like a JSON path.
-std::string FieldOf(std::string_view message) {
-  auto line = message.substr(0, message.find('\n'));
-  auto colon = line.find(": ");
-  if (colon == std::string_view::npos || colon == 0) return "";
-  auto path = line.substr(0, colon);
-  for (char c : path) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '[' ||
-          c == ']' || c == '-')) {
-      return "";
-    }
-  }
-  return std::string(path);
-}
-
 // A handler given the request body (read with the size limit, see the registration loop).
 using BodyHandler =
     std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
@@ -159,7 +145,7 @@ void SendError(httplib::Response& res, int http, const std::string& code, std::s
 void SendStatus(httplib::Response& res, const absl::Status& status) {
   std::string message(status.message());
   SendError(res, StatusToHttp(status.code()), ErrorCodeName(status.code()), message,
-            status.code() == absl::StatusCode::kInvalidArgument ? FieldOf(message) : "");
+            core::FieldOf(status));
 }
 
 // Parses a request body as a JSON object; sends 400 and returns nullopt on failure.

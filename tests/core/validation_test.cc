@@ -264,6 +264,16 @@ TEST(ValidateJobTest, DisconnectedHostsAreReported) {
   EXPECT_EQ(FormatProblem(found[0]),
             "jobs[0].parameter_servers[0]: host \"ps\" is not connected to h1 over links that "
             "are up");
+  // The kind travels as data (the controller waits for an unreachable host, fails a missing one).
+  EXPECT_EQ(found[0].kind, ProblemKind::kUnreachable);
+  spec.parameter_servers = {"h9"};
+  found = ValidateJobSpec(spec, &*t, "jobs[0]");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, ProblemKind::kUnknownNode);
+  spec.parameter_servers = {"s1"};
+  found = ValidateJobSpec(spec, &*t, "jobs[0]");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, ProblemKind::kUnknownNode);
 }
 
 TEST(ValidateJobTest, StructuralAndSemanticProblemsOfDifferentJobsTogether) {
