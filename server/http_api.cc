@@ -117,12 +117,37 @@ namespace {
 using BodyHandler =
     std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
 
-// One route: method, OpenAPI-form path relative to /api/v1, handler.
+// Who may call a route once authenticated (with tokens configured; without, everyone may).
+enum class Access {
+  kPublic,   // no token needed (health)
+  kRead,     // viewer, operator, admin
+  kOperate,  // operator, admin: jobs and plan previews
+  kAdmin,    // admin: the topology and links
+};
+
+// One route: method, OpenAPI-form path relative to /api/v1, who may call it, handler.
+// `tenant_workers`: a worker token may call it too, for a job ({id}) of its tenant.
 struct RouteEntry {
   std::string method;
   std::string path;
+  Access access = Access::kRead;
+  bool tenant_workers = false;
   BodyHandler handler;
 };
+
+// The token a request presents, or nullptr (the pre-routing handler has answered 401 for a
+// missing or unknown one, except on public routes).
+const ApiToken* Presenter(const std::vector<ApiToken>& tokens, const httplib::Request& req) {
+  const std::string header = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (header.size() <= prefix.size()) return nullptr;
+  std::string_view presented = std::string_view(header).substr(prefix.size());
+  const ApiToken* who = nullptr;
+  for (const ApiToken& t : tokens) {
+    if (ConstantTimeEquals(presented, t.token) && !who) who = &t;
+  }
+  return who;
+}
 
 void SendJson(httplib::Response& res, int status, const Json& body) {
   res.status = status;
@@ -460,14 +485,15 @@ void HttpApi::Routes() {
   // loop at the end of this function registers exactly these, and routes() reports them (the
   // OpenAPI contract test compares that list with api/openapi.yaml).
   std::vector<RouteEntry> table;
-  auto Add = [&table](const std::string& method, const std::string& path,
-                      httplib::Server::Handler handler) {
-    table.push_back(RouteEntry{method, path,
+  auto Add = [&table](const std::string& method, const std::string& path, Access access,
+                      httplib::Server::Handler handler, bool tenant_workers = false) {
+    table.push_back(RouteEntry{method, path, access, tenant_workers,
                                [handler](const httplib::Request& req, const std::string&,
                                          httplib::Response& res) { handler(req, res); }});
   };
-  auto AddBody = [&table](const std::string& method, const std::string& path, BodyHandler handler) {
-    table.push_back(RouteEntry{method, path, std::move(handler)});
+  auto AddBody = [&table](const std::string& method, const std::string& path, Access access,
+                          BodyHandler handler, bool tenant_workers = false) {
+    table.push_back(RouteEntry{method, path, access, tenant_workers, std::move(handler)});
   };
   s.set_payload_max_length(options_.max_body_bytes);
   // Responses leave in two writes (headers, body): without TCP_NODELAY, Nagle holds the body until
@@ -494,7 +520,8 @@ void HttpApi::Routes() {
     spdlog::debug("event=http method={} path={} status={}", req.method, req.path, res.status);
   });
 
-  // ---- Auth: a pre-routing handler checks the token and the role the route needs.
+  // ---- Authentication: a pre-routing handler checks the token (401); each route then checks
+  // that the token's role may call it (403, RouteEntry::access).
   auto tokens = options_.tokens;
   Controller* c = controller_;
   s.set_pre_routing_handler([tokens, c](const httplib::Request& req, httplib::Response& res) {
@@ -521,68 +548,33 @@ void HttpApi::Routes() {
       SendError(res, 401, "unauthenticated", "unknown bearer token");
       return httplib::Server::HandlerResponse::Handled;
     }
-    bool read = req.method == "GET" || req.method == "HEAD";
-    const std::string& p = req.path;
-    bool allowed = false;
-    switch (who->role) {
-      case Role::kAdmin:
-        allowed = true;
-        break;
-      case Role::kOperator:
-        allowed = read || p.rfind("/api/v1/jobs", 0) == 0 || p == "/api/v1/plan/preview";
-        break;
-      case Role::kViewer:
-        allowed = read;
-        break;
-      case Role::kWorker: {
-        // /api/v1/jobs/{id}, /config (GET) and /progress (POST) of its tenant's jobs.
-        std::vector<std::string> parts = absl::StrSplit(p, '/', absl::SkipEmpty());
-        int64_t id = 0;
-        bool shape = parts.size() >= 4 && parts[0] == "api" && parts[1] == "v1" &&
-                     parts[2] == "jobs" && absl::SimpleAtoi(parts[3], &id);
-        bool verb =
-            shape &&
-            ((parts.size() == 4 && read) || (parts.size() == 5 && parts[4] == "config" && read) ||
-             (parts.size() == 5 && parts[4] == "progress" && req.method == "POST"));
-        if (verb) {
-          auto job = c->GetJob(id);
-          // Unknown ids answer 404 through the route itself.
-          allowed = !job.ok() || job->spec.tenant == who->tenant;
-        }
-        break;
-      }
-    }
-    if (!allowed) {
-      SendError(res, 403, "permission_denied",
-                absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", p));
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    // Authorization is the route's (RouteEntry::access, checked before its body is read).
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
   // ---- Health
-  Add("GET", "/healthz", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/healthz", Access::kPublic, [c](const httplib::Request&, httplib::Response& res) {
     bool alive = c->LoopAlive();
     SendJson(res, alive ? 200 : 503, {{"status", alive ? "ok" : "loop not running"}});
   });
-  Add("GET", "/readyz", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/readyz", Access::kPublic, [c](const httplib::Request&, httplib::Response& res) {
     absl::Status ready = c->Ready();
     if (ready.ok()) return SendJson(res, 200, {{"status", "ready"}});
     SendError(res, 503, "unavailable", std::string(ready.message()));
   });
-  Add("GET", "/metrics", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/metrics", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
     res.set_content(RenderMetrics(c->Metrics()), "text/plain; version=0.0.4");
   });
 
   // ---- Topology, switches, links
-  Add("GET", "/topology", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/topology", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
     auto t = c->GetTopology();
     if (!t.ok()) return SendStatus(res, t.status());
     if (!t->has_value()) return SendError(res, 404, "not_found", "no topology has been loaded");
     res.set_header("X-Topology-Version", std::to_string((*t)->version));
     SendJson(res, 200, core::TopologyToJson((*t)->topology));
   });
-  AddBody("PUT", "/topology",
+  AddBody("PUT", "/topology", Access::kAdmin,
           [c](const httplib::Request&, const std::string& text, httplib::Response& res) {
             auto body = ParseBody(text, res);
             if (!body) return;
@@ -594,24 +586,25 @@ void HttpApi::Routes() {
             if (!version.ok()) return SendStatus(res, version.status());
             SendJson(res, 200, {{"version", *version}});
           });
-  Add("GET", "/switches", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/switches", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
     Json arr = Json::array();
     for (const auto& sw : c->Switches()) arr.push_back(SwitchJson(sw));
     SendJson(res, 200, {{"switches", arr}});
   });
-  Add("GET", "/switches/{id}", [c](const httplib::Request& req, httplib::Response& res) {
-    auto sw = c->GetSwitch(req.matches[1]);
-    if (!sw.ok()) return SendStatus(res, sw.status());
-    SendJson(res, 200, SwitchJson(*sw));
-  });
-  Add("GET", "/links", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/switches/{id}", Access::kRead,
+      [c](const httplib::Request& req, httplib::Response& res) {
+        auto sw = c->GetSwitch(req.matches[1]);
+        if (!sw.ok()) return SendStatus(res, sw.status());
+        SendJson(res, 200, SwitchJson(*sw));
+      });
+  Add("GET", "/links", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
     auto t = c->GetTopology();
     if (!t.ok()) return SendStatus(res, t.status());
     Json links = Json::array();
     if (t->has_value()) links = core::TopologyToJson((*t)->topology)["links"];
     SendJson(res, 200, {{"links", links}});
   });
-  AddBody("PATCH", "/links/{id}",
+  AddBody("PATCH", "/links/{id}", Access::kAdmin,
           [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
             auto body = ParseBody(text, res);
             if (!body) return;
@@ -639,7 +632,7 @@ void HttpApi::Routes() {
           });
 
   // ---- Jobs
-  AddBody("POST", "/jobs",
+  AddBody("POST", "/jobs", Access::kOperate,
           [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
             auto body = ParseBody(text, res);
             if (!body) return;
@@ -660,7 +653,7 @@ void HttpApi::Routes() {
             res.set_header("Location", absl::StrCat("/api/v1/jobs/", result->job.id));
             SendJson(res, result->created ? 201 : 200, core::JobToJson(result->job));
           });
-  Add("GET", "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
+  Add("GET", "/jobs", Access::kRead, [c](const httplib::Request& req, httplib::Response& res) {
     core::JobFilter filter;
     if (req.has_param("state")) {
       std::vector<std::string> names = absl::StrSplit(req.get_param_value("state"), ',');
@@ -693,59 +686,68 @@ void HttpApi::Routes() {
     body["next_after"] = page->next_after_id ? Json(*page->next_after_id) : Json(nullptr);
     SendJson(res, 200, body);
   });
-  Add("GET", "/jobs/{id}", [c](const httplib::Request& req, httplib::Response& res) {
-    auto job = c->GetJob(std::stoll(req.matches[1]));
-    if (!job.ok()) return SendStatus(res, job.status());
-    Json body = core::JobToJson(*job);
-    body["ina_counters"] = InaCountersJson(c->JobCounters(job->id));
-    SendJson(res, 200, body);
-  });
-  Add("DELETE", "/jobs/{id}", [c](const httplib::Request& req, httplib::Response& res) {
-    auto job = c->CancelJob(std::stoll(req.matches[1]));
-    if (!job.ok()) return SendStatus(res, job.status());
-    SendJson(res, 200, core::JobToJson(*job));
-  });
-  Add("GET", "/jobs/{id}/config", [c](const httplib::Request& req, httplib::Response& res) {
-    auto config = c->GetJobConfig(std::stoll(req.matches[1]));
-    if (!config.ok()) return SendStatus(res, config.status());
-    SendJson(res, 200, ConfigJson(*config));
-  });
-  AddBody("POST", "/jobs/{id}/progress",
-          [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
-            auto body = ParseBody(text, res);
-            if (!body) return;
-            int64_t iterations = -1;
-            std::optional<double> loss;
-            for (auto it = body->begin(); it != body->end(); ++it) {
-              if (it.key() == "iterations_done") {
-                if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-                  return SendError(res, 400, "invalid_argument",
-                                   "iterations_done: must be a non-negative integer",
-                                   "iterations_done");
-                }
-                iterations = it->get<int64_t>();
-              } else if (it.key() == "loss") {
-                if (!it->is_number() || !std::isfinite(it->get<double>())) {
-                  return SendError(res, 400, "invalid_argument", "loss: must be a finite number",
-                                   "loss");
-                }
-                loss = it->get<double>();
-              } else {
-                return SendError(res, 400, "invalid_argument",
-                                 absl::StrCat(it.key(), ": unknown field"), it.key());
-              }
-            }
-            if (iterations < 0) {
-              return SendError(res, 400, "invalid_argument", "iterations_done: required",
+  Add(
+      "GET", "/jobs/{id}", Access::kRead,
+      [c](const httplib::Request& req, httplib::Response& res) {
+        auto job = c->GetJob(std::stoll(req.matches[1]));
+        if (!job.ok()) return SendStatus(res, job.status());
+        Json body = core::JobToJson(*job);
+        body["ina_counters"] = InaCountersJson(c->JobCounters(job->id));
+        SendJson(res, 200, body);
+      },
+      /*tenant_workers=*/true);
+  Add("DELETE", "/jobs/{id}", Access::kOperate,
+      [c](const httplib::Request& req, httplib::Response& res) {
+        auto job = c->CancelJob(std::stoll(req.matches[1]));
+        if (!job.ok()) return SendStatus(res, job.status());
+        SendJson(res, 200, core::JobToJson(*job));
+      });
+  Add(
+      "GET", "/jobs/{id}/config", Access::kRead,
+      [c](const httplib::Request& req, httplib::Response& res) {
+        auto config = c->GetJobConfig(std::stoll(req.matches[1]));
+        if (!config.ok()) return SendStatus(res, config.status());
+        SendJson(res, 200, ConfigJson(*config));
+      },
+      /*tenant_workers=*/true);
+  AddBody(
+      "POST", "/jobs/{id}/progress", Access::kOperate,
+      [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+        auto body = ParseBody(text, res);
+        if (!body) return;
+        int64_t iterations = -1;
+        std::optional<double> loss;
+        for (auto it = body->begin(); it != body->end(); ++it) {
+          if (it.key() == "iterations_done") {
+            if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+              return SendError(res, 400, "invalid_argument",
+                               "iterations_done: must be a non-negative integer",
                                "iterations_done");
             }
-            auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
-            if (!job.ok()) return SendStatus(res, job.status());
-            SendJson(res, 200, core::JobToJson(*job));
-          });
+            iterations = it->get<int64_t>();
+          } else if (it.key() == "loss") {
+            if (!it->is_number() || !std::isfinite(it->get<double>())) {
+              return SendError(res, 400, "invalid_argument", "loss: must be a finite number",
+                               "loss");
+            }
+            loss = it->get<double>();
+          } else {
+            return SendError(res, 400, "invalid_argument",
+                             absl::StrCat(it.key(), ": unknown field"), it.key());
+          }
+        }
+        if (iterations < 0) {
+          return SendError(res, 400, "invalid_argument", "iterations_done: required",
+                           "iterations_done");
+        }
+        auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
+        if (!job.ok()) return SendStatus(res, job.status());
+        SendJson(res, 200, core::JobToJson(*job));
+      },
+      /*tenant_workers=*/true);
 
   // ---- Plan
-  Add("GET", "/plan", [c](const httplib::Request&, httplib::Response& res) {
+  Add("GET", "/plan", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
     auto plan = c->CurrentPlan();
     if (!plan.ok()) return SendStatus(res, plan.status());
     if (!plan->has_value())
@@ -754,7 +756,7 @@ void HttpApi::Routes() {
     body["created_ms"] = (*plan)->created_ms;
     SendJson(res, 200, body);
   });
-  AddBody("POST", "/plan/preview",
+  AddBody("POST", "/plan/preview", Access::kOperate,
           [c](const httplib::Request&, const std::string& text, httplib::Response& res) {
             auto body = ParseBody(text, res);
             if (!body) return;
@@ -767,7 +769,7 @@ void HttpApi::Routes() {
           });
 
   // ---- Events
-  Add("GET", "/events", [c](const httplib::Request& req, httplib::Response& res) {
+  Add("GET", "/events", Access::kRead, [c](const httplib::Request& req, httplib::Response& res) {
     core::EventFilter filter;
     int64_t since = 0, limit = 100, job = 0;
     if (!QueryInt(req, res, "since", &since) || !QueryInt(req, res, "limit", &limit) ||
@@ -799,7 +801,7 @@ void HttpApi::Routes() {
   // streams cannot starve the rest of the API (the others get 503 and may retry).
   auto streams = std::make_shared<std::atomic<int>>(0);
   int max_streams = std::max(1, options_.threads / 2);
-  Add("GET", "/events/stream",
+  Add("GET", "/events/stream", Access::kRead,
       [c, streams, max_streams](const httplib::Request& req, httplib::Response& res) {
         int64_t since = 0;
         if (!QueryInt(req, res, "since", &since)) return;
@@ -858,16 +860,56 @@ void HttpApi::Routes() {
     }
     const std::string& m = route.method;
     BodyHandler h = std::move(route.handler);
+    // Authorization, before the body is read: the token's role against the route's access.
+    auto allowed = [tokens = options_.tokens, c = controller_, access = route.access,
+                    workers = route.tenant_workers](const httplib::Request& req,
+                                                    httplib::Response& res) {
+      if (tokens.empty() || access == Access::kPublic) return true;
+      const ApiToken* who = Presenter(tokens, req);
+      if (who == nullptr) return false;  // answered 401 before routing
+      bool ok = false;
+      switch (who->role) {
+        case Role::kAdmin:
+          ok = true;
+          break;
+        case Role::kOperator:
+          ok = access == Access::kRead || access == Access::kOperate;
+          break;
+        case Role::kViewer:
+          ok = access == Access::kRead;
+          break;
+        case Role::kWorker:
+          if (workers && req.matches.size() > 1) {
+            int64_t id = 0;
+            // Unknown ids answer 404 through the route itself.
+            if (absl::SimpleAtoi(req.matches[1].str(), &id)) {
+              auto job = c->GetJob(id);
+              ok = !job.ok() || job->spec.tenant == who->tenant;
+            }
+          }
+          break;
+      }
+      if (!ok) {
+        SendError(res, 403, "permission_denied",
+                  absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", req.path));
+      }
+      return ok;
+    };
     // Without a body (no Content-Length or 0, and not chunked) httplib calls the plain handler.
-    httplib::Server::Handler plain = [h](const httplib::Request& req, httplib::Response& res) {
-      h(req, req.body, res);
+    httplib::Server::Handler plain = [h, allowed](const httplib::Request& req,
+                                                  httplib::Response& res) {
+      if (allowed(req, res)) h(req, req.body, res);
     };
     // With one, the body is streamed to this reader so that the size limit holds for chunked
     // bodies too (httplib enforces it for Content-Length only). An oversized body is drained,
     // not kept, so the connection stays in step, and answered 413.
     httplib::Server::HandlerWithContentReader streamed =
-        [h, max_body](const httplib::Request& req, httplib::Response& res,
-                      const httplib::ContentReader& reader) {
+        [h, max_body, allowed](const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& reader) {
+          if (!allowed(req, res)) {
+            res.set_header("Connection", "close");  // the body is not read
+            return;
+          }
           std::string body;
           bool too_large = false;
           bool read = reader([&](const char* data, size_t n) {
