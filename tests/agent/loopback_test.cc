@@ -59,7 +59,10 @@ AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t i
     o.lanes = lanes;
     o.iterations = iterations;
     o.duration_ms = 90000;  // a bound, never reached when all goes well
-    o.linger_ms = 300;
+    // The PS leaves once no packet arrived for linger_ms. A worker whose last result was lost
+    // retransmits within max_timeout_ms (200 ms); the margin above that absorbs a loaded CI
+    // machine not scheduling the worker's thread in time.
+    o.linger_ms = 1000;
     o.unicast_results = true;
     o.window = window;
     o.updates = feed;

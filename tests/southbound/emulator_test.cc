@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "google/rpc/code.pb.h"
@@ -346,9 +347,21 @@ TEST_F(EmulatorTest, AReconnectingPrimaryKeepsItsRole) {
   ASSERT_EQ(first.NextCode(), google::rpc::OK);
   first.Drop();
   // The same controller reconnects with the same id (>= the highest accepted): primary again.
-  Session again(stub_.get(), 10);
-  again.Arbitrate();
-  EXPECT_EQ(again.NextCode(), google::rpc::OK);
+  // The client's cancel reaches the switch asynchronously; until the switch has seen the old
+  // stream end, the id is still taken and the new stream is closed with INVALID_ARGUMENT
+  // (DuplicateElectionIdClosesTheStream), so a reconnecting client retries, as SwitchSession does.
+  int code = -1;
+  std::unique_ptr<Session> again;
+  for (int attempt = 0; attempt < 500 && code != google::rpc::OK; ++attempt) {
+    again = std::make_unique<Session>(stub_.get(), 10);
+    again->Arbitrate();
+    code = again->NextCode();
+    if (code == -1) {
+      EXPECT_EQ(again->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  EXPECT_EQ(code, google::rpc::OK);
   EXPECT_TRUE(Write({}, 10).ok());
 }
 
