@@ -1,17 +1,38 @@
 #include "southbound/testing/fake_switch_client.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "southbound/entity_codec.h"
 #include "southbound/entity_diff.h"
 #include "southbound/intent_translator.h"
 #include "southbound/p4info_index.h"
 
 namespace inac::southbound {
+namespace {
+
+// ReconcileStats::errors holds at most this many lines, then a summary line (switch_client.h).
+constexpr size_t kMaxErrorLines = 20;
+
+absl::string_view UpdateTypeName(p4::v1::Update::Type type) {
+  switch (type) {
+    case p4::v1::Update::INSERT:
+      return "INSERT";
+    case p4::v1::Update::MODIFY:
+      return "MODIFY";
+    case p4::v1::Update::DELETE:
+      return "DELETE";
+    default:
+      return "UPDATE";
+  }
+}
+
+}  // namespace
 
 struct FakeSwitchClient::State {
   std::unique_ptr<IntentTranslator> translator;
@@ -71,9 +92,14 @@ void FakeSwitchClient::Disconnect() {
 
 absl::StatusOr<bool> FakeSwitchClient::EnsurePipeline() {
   absl::MutexLock lock(&mu_);
-  if (!state_->connected) return absl::UnavailableError("not connected");
+  // Like a P4Runtime client: reading the cookie needs no session, only a reachable switch; the
+  // push needs the primary's session (SwitchClient: PermissionDenied when not primary, also
+  // before Connect and after Disconnect).
+  if (!state_->reachable) {
+    return absl::UnavailableError(absl::StrCat("fake switch ", switch_id_, " is unreachable"));
+  }
   if (state_->pipeline) return false;
-  if (!state_->primary) return absl::PermissionDeniedError("not primary");
+  if (!state_->connected || !state_->primary) return absl::PermissionDeniedError("not primary");
   state_->pipeline = true;
   state_->entities.clear();  // VERIFY_AND_COMMIT clears forwarding state
   ++state_->pipeline_pushes;
@@ -110,7 +136,11 @@ absl::StatusOr<ReconcileStats> FakeSwitchClient::Reconcile(const core::SwitchInt
       const std::string description = DescribeEntity(update.entity());
       if (!s.refuse_substring.empty() && absl::StrContains(description, s.refuse_substring)) {
         ++stats.failed;
-        stats.errors.push_back(absl::StrCat(description, ": ", s.refuse_status.ToString()));
+        // The format of ReconcileStats::errors: "INSERT table_entry{...}: CODE: message".
+        if (stats.errors.size() < kMaxErrorLines) {
+          stats.errors.push_back(absl::StrCat(UpdateTypeName(update.type()), " ", description, ": ",
+                                              s.refuse_status.ToString()));
+        }
         continue;
       }
       auto canonical = CanonicalEntity(update.entity());
@@ -126,6 +156,10 @@ absl::StatusOr<ReconcileStats> FakeSwitchClient::Reconcile(const core::SwitchInt
   apply(diff->deletes, &stats.deleted);
   apply(diff->modifies, &stats.modified);
   apply(diff->inserts, &stats.inserted);
+  if (stats.failed > static_cast<int64_t>(stats.errors.size())) {
+    stats.errors.push_back(
+        absl::StrCat("... and ", stats.failed - stats.errors.size(), " more refused updates"));
+  }
   if (stats.converged()) {
     s.applied = intent;
   } else {
