@@ -67,6 +67,11 @@ absl::StatusOr<bool> P4RuntimeSwitchClient::EnsurePipeline() {
 
 absl::StatusOr<ReconcileStats> P4RuntimeSwitchClient::Reconcile(const core::SwitchIntent& intent) {
   absl::MutexLock lock(&mu_);
+  // Reads need no session, and a switch that has not yet seen a closed stream end may still take
+  // its writes: without a session of our own the run must not start (switch_client.h).
+  if (!session_->IsConnected()) {
+    return absl::UnavailableError(absl::StrCat("not connected to switch ", options_.switch_id));
+  }
   absl::StatusOr<ReconcileStats> stats = reconciler_->Reconcile(intent);
   if (stats.ok()) {
     pipeline_suspect_ = false;

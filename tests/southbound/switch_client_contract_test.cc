@@ -294,6 +294,10 @@ TEST_P(SwitchClientContractTest, DisconnectEndsTheSessionIsIdempotentAndTheSwitc
   client().Disconnect();
   EXPECT_FALSE(client().IsConnected());
   EXPECT_FALSE(client().IsPrimary());
+  // Without a session a run does not start (even on a switch that already holds the intent).
+  auto closed = client().Reconcile(intent);
+  ASSERT_FALSE(closed.ok());
+  EXPECT_EQ(closed.status().code(), absl::StatusCode::kUnavailable) << closed.status();
 
   // A later Connect opens a new session. A P4Runtime switch may not have seen the old stream
   // end yet and refuse the election id as a duplicate for a moment (InvalidArgument, which the
