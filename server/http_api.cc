@@ -19,6 +19,9 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "server/config.h"
+#include "server/controller.h"
+#include "server/rest_resources.h"
+#include "server/rest_router.h"
 #include "spdlog/spdlog.h"
 
 namespace inac::server {
@@ -111,29 +114,11 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+using rest::Access;
+using rest::BodyHandler;
+using rest::SendError;
+
 namespace {
-
-// A handler given the request body (read with the size limit, see the registration loop).
-using BodyHandler =
-    std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
-
-// Who may call a route once authenticated (with tokens configured; without, everyone may).
-enum class Access {
-  kPublic,   // no token needed (health)
-  kRead,     // viewer, operator, admin
-  kOperate,  // operator, admin: jobs and plan previews
-  kAdmin,    // admin: the topology and links
-};
-
-// One route: method, OpenAPI-form path relative to /api/v1, who may call it, handler.
-// `tenant_workers`: a worker token may call it too, for a job ({id}) of its tenant.
-struct RouteEntry {
-  std::string method;
-  std::string path;
-  Access access = Access::kRead;
-  bool tenant_workers = false;
-  BodyHandler handler;
-};
 
 // The token a request presents, or nullptr (the pre-routing handler has answered 401 for a
 // missing or unknown one, except on public routes).
@@ -149,298 +134,15 @@ const ApiToken* Presenter(const std::vector<ApiToken>& tokens, const httplib::Re
   return who;
 }
 
-void SendJson(httplib::Response& res, int status, const Json& body) {
-  res.status = status;
-  // Invalid UTF-8 (from a path or query parameter echoed in a message) is replaced, not thrown.
-  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
-}
-
-void SendError(httplib::Response& res, int http, const std::string& code, std::string message,
-               std::string field = "") {
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  Json err = Json::object();
-  err["code"] = code;
-  err["message"] = message;
-  err["field"] = field;
-  Json body = Json::object();
-  body["error"] = err;
-  SendJson(res, http, body);
-}
-
-void SendStatus(httplib::Response& res, const absl::Status& status) {
-  std::string message(status.message());
-  SendError(res, StatusToHttp(status.code()), ErrorCodeName(status.code()), message,
-            core::FieldOf(status));
-}
-
-// Parses a request body as a JSON object; sends 400 and returns nullopt on failure.
-std::optional<Json> ParseBody(const std::string& text, httplib::Response& res) {
-  if (text.empty()) {
-    SendError(res, 400, "invalid_argument", "request body is empty; a JSON object is required");
-    return std::nullopt;
-  }
-  std::vector<core::Problem> problems;
-  auto json = core::ParseJsonText(text, &problems);
-  if (!json) {
-    SendError(res, 400, "invalid_argument", core::FormatProblems(problems));
-    return std::nullopt;
-  }
-  if (!json->is_object()) {
-    SendError(res, 400, "invalid_argument", "request body must be a JSON object");
-    return std::nullopt;
-  }
-  return json;
-}
-
-void SendProblems(httplib::Response& res, const std::vector<core::Problem>& problems) {
-  SendError(res, 400, "invalid_argument", core::FormatProblems(problems),
-            problems.empty() ? "" : problems[0].path);
-}
-
-Json SwitchJson(const SwitchStatus& s) {
-  Json j = Json::object();
-  j["id"] = s.id;
-  j["managed"] = s.managed;
-  if (s.managed) {
-    j["p4runtime"] = {{"address", s.address}, {"device_id", s.device_id}, {"target", s.target}};
-  }
-  j["connected"] = s.connected;
-  j["primary"] = s.primary;
-  j["election_id"] = s.election_id;
-  j["pipeline_pushes"] = s.pipeline_pushes;
-  j["intent_version"] = s.intent_version;
-  j["applied_version"] = s.applied_version;
-  j["in_sync"] = s.managed && s.applied_version == s.intent_version && s.last_error.empty();
-  j["entries"] = s.entries;
-  j["last_error"] = s.last_error;
-  j["last_contact_ms"] = s.last_contact_ms;
-  j["aggregators"] = {{"used", s.aggregators_used}, {"total", s.aggregators_total}};
-  return j;
-}
-
-Json EventJson(const core::Event& e) {
-  Json j = Json::object();
-  j["seq"] = e.seq;
-  j["time_ms"] = e.time_ms;
-  j["kind"] = e.kind;
-  if (e.job_id) j["job_id"] = *e.job_id;
-  j["message"] = e.message;
-  std::vector<core::Problem> ignored;
-  auto data = core::ParseJsonText(e.data_json, &ignored);
-  j["data"] = data ? *data : Json::object();
-  return j;
-}
-
-Json ConfigJson(const JobConfig& c) {
-  Json j = Json::object();
-  j["job_id"] = c.job.id;
-  j["state"] = std::string(core::JobStateName(c.job.state));
-  j["plan_version"] = c.plan_version;
-  j["generation"] = c.generation;
-  j["algorithm"] = c.algorithm;
-  j["batch_size"] = c.batch_size;
-  j["gradient_bytes"] = c.job.spec.gradient_bytes;
-  j["priority"] = c.priority;
-  j["rate_gbps"] = c.rate_gbps;
-  j["iteration_ms"] = c.iteration_ms;
-  Json shards = Json::array();
-  for (const auto& s : c.shards) {
-    shards.push_back({{"ps", s.ps},
-                      {"ps_address", core::FormatIpv4(s.ps_address)},
-                      {"share", s.share},
-                      {"tag", s.tag},
-                      {"multicast_group", s.multicast_group}});
-  }
-  j["parameter_servers"] = shards;
-  Json routes = Json::array();
-  for (const auto& r : c.routes) {
-    routes.push_back({{"worker", r.worker},
-                      {"ps", r.ps},
-                      {"aggregation_node", r.aggregation_node},
-                      {"fraction", r.fraction}});
-  }
-  j["workers"] = routes;
-  Json regions = Json::array();
-  for (const auto& r : c.regions) {
-    regions.push_back({{"switch", r.switch_id},
-                       {"tag", r.tag},
-                       {"aggregator_base", r.aggregator_base},
-                       {"aggregator_count", r.aggregator_count},
-                       {"slot_offset", r.slot_offset},
-                       {"window", r.window}});
-  }
-  j["aggregator_regions"] = regions;
-  Json tags = Json::array();
-  for (const auto& t : c.tags) {
-    Json members = Json::array();
-    for (const auto& m : t.members) {
-      members.push_back({{"worker", m.worker},
-                         {"address", core::FormatIpv4(m.address)},
-                         {"aggregation_node", m.aggregation_node}});
-    }
-    Json aggregators = Json::array();
-    for (const auto& a : t.aggregators) {
-      aggregators.push_back({{"switch", a.switch_id},
-                             {"address", core::FormatIpv4(a.address)},
-                             {"inputs", a.inputs},
-                             {"aggregator_base", a.aggregator_base},
-                             {"aggregator_count", a.aggregator_count},
-                             {"slot_offset", a.slot_offset},
-                             {"window", a.window}});
-    }
-    tags.push_back({{"tag", t.tag},
-                    {"ps", t.ps},
-                    {"ps_address", core::FormatIpv4(t.ps_address)},
-                    {"share", t.share},
-                    {"range", {t.begin, t.end}},
-                    {"multicast_group", t.multicast_group},
-                    {"members", members},
-                    {"aggregators", aggregators}});
-  }
-  j["tags"] = tags;
-  if (!c.ring.empty()) j["ring"] = c.ring;
-  return j;
-}
-
-// GET /jobs/{id}'s `ina_counters`: the samples per (switch, tag) and their totals.
-Json InaCountersJson(const std::vector<InaCounterSample>& samples) {
-  Json list = Json::array();
-  int64_t aggregated = 0, fallback = 0, preempted = 0;
-  for (const InaCounterSample& c : samples) {
-    list.push_back({{"switch", c.switch_id},
-                    {"tag", c.tag},
-                    {"aggregated_packets", c.aggregated_packets},
-                    {"fallback_packets", c.fallback_packets},
-                    {"preempted_packets", c.preempted_packets},
-                    {"read_ms", c.read_ms}});
-    aggregated += c.aggregated_packets;
-    fallback += c.fallback_packets;
-    preempted += c.preempted_packets;
-  }
-  Json j = Json::object();
-  j["switches"] = list;
-  j["aggregated_packets"] = aggregated;
-  j["fallback_packets"] = fallback;
-  j["preempted_packets"] = preempted;
-  return j;
-}
-
-std::string PromEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::string RenderMetrics(const ControllerMetrics& m) {
-  std::ostringstream o;
-  o << "# HELP inac_jobs Jobs by state.\n# TYPE inac_jobs gauge\n";
-  for (auto s : {core::JobState::kPending, core::JobState::kScheduled, core::JobState::kRunning,
-                 core::JobState::kCompleted, core::JobState::kCancelled, core::JobState::kFailed}) {
-    auto it = m.jobs_by_state.find(s);
-    o << "inac_jobs{state=\"" << core::JobStateName(s) << "\"} "
-      << (it == m.jobs_by_state.end() ? 0 : it->second) << "\n";
-  }
-  // Latencies as Prometheus summaries without quantiles (_sum and _count), in seconds per the
-  // exposition conventions.
-  o << "# HELP inac_plan_duration_seconds Time the scheduler took per plan computed since start.\n"
-    << "# TYPE inac_plan_duration_seconds summary\n"
-    << "inac_plan_duration_seconds_sum " << m.plan_ms_sum / 1000.0 << "\n"
-    << "inac_plan_duration_seconds_count " << m.plans_computed << "\n";
-  o << "# HELP inac_priority_refreshes_total Plan versions that only re-ranked ESA priorities "
-       "from progress and age.\n"
-    << "# TYPE inac_priority_refreshes_total counter\ninac_priority_refreshes_total "
-    << m.priority_refreshes << "\n";
-  o << "# HELP inac_plan_last_duration_seconds Duration of the last planning run.\n"
-    << "# TYPE inac_plan_last_duration_seconds gauge\n"
-    << "inac_plan_last_duration_seconds " << m.last_plan_ms / 1000.0 << "\n";
-  o << "# HELP inac_southbound_reconcile_duration_seconds Time per switch reconciliation (read, "
-       "diff, P4Runtime writes).\n"
-    << "# TYPE inac_southbound_reconcile_duration_seconds summary\n"
-    << "inac_southbound_reconcile_duration_seconds_sum " << m.reconcile_ms_sum / 1000.0 << "\n"
-    << "inac_southbound_reconcile_duration_seconds_count " << m.reconcile_runs << "\n";
-  o << "# HELP inac_southbound_writes_total P4Runtime updates the switches accepted.\n"
-    << "# TYPE inac_southbound_writes_total counter\ninac_southbound_writes_total "
-    << m.southbound_writes << "\n";
-  o << "# HELP inac_southbound_errors_total Refused updates and switch errors.\n"
-    << "# TYPE inac_southbound_errors_total counter\ninac_southbound_errors_total "
-    << m.southbound_errors << "\n";
-  o << "# HELP inac_loop_passes_total Controller loop passes.\n"
-    << "# TYPE inac_loop_passes_total counter\ninac_loop_passes_total " << m.loop_passes << "\n";
-  o << "# HELP inac_switch_connected 1 when the P4Runtime session is up.\n"
-    << "# TYPE inac_switch_connected gauge\n";
-  for (const auto& s : m.switches) {
-    if (s.managed)
-      o << "inac_switch_connected{switch=\"" << PromEscape(s.id) << "\"} " << s.connected << "\n";
-  }
-  o << "# HELP inac_switch_primary 1 when this controller is the switch's primary.\n"
-    << "# TYPE inac_switch_primary gauge\n";
-  for (const auto& s : m.switches) {
-    if (s.managed)
-      o << "inac_switch_primary{switch=\"" << PromEscape(s.id) << "\"} " << s.primary << "\n";
-  }
-  o << "# HELP inac_switch_in_sync 1 when the switch holds its latest intent.\n"
-    << "# TYPE inac_switch_in_sync gauge\n";
-  for (const auto& s : m.switches) {
-    if (s.managed) {
-      o << "inac_switch_in_sync{switch=\"" << PromEscape(s.id) << "\"} "
-        << (s.applied_version == s.intent_version && s.last_error.empty()) << "\n";
-    }
-  }
-  o << "# HELP inac_switch_aggregator_utilisation Share of the switch's aggregators allocated.\n"
-    << "# TYPE inac_switch_aggregator_utilisation gauge\n";
-  for (const auto& s : m.switches) {
-    if (s.aggregators_total > 0) {
-      o << "inac_switch_aggregator_utilisation{switch=\"" << PromEscape(s.id) << "\"} "
-        << static_cast<double>(s.aggregators_used) / s.aggregators_total << "\n";
-    }
-  }
-  // Per job and switch (the tags of a job's shards on one switch summed), as last read.
-  o << "# HELP inac_ina_packets_total INA packets per job and switch as last read from the "
-       "switch's counters: aggregated, fallback (sent on unaggregated) or preempted. Reset when "
-       "the switch restarts or its pipeline is pushed.\n"
-    << "# TYPE inac_ina_packets_total counter\n";
-  std::map<std::pair<core::JobId, std::string>, std::array<int64_t, 3>> per_job_switch;
-  for (const InaCounterSample& c : m.ina_counters) {
-    auto& v = per_job_switch[{c.job_id, c.switch_id}];
-    v[0] += c.aggregated_packets;
-    v[1] += c.fallback_packets;
-    v[2] += c.preempted_packets;
-  }
-  static constexpr const char* kKinds[] = {"aggregated", "fallback", "preempted"};
-  for (const auto& [key, v] : per_job_switch) {
-    for (int k = 0; k < 3; ++k) {
-      o << "inac_ina_packets_total{job=\"" << key.first << "\",switch=\"" << PromEscape(key.second)
-        << "\",kind=\"" << kKinds[k] << "\"} " << v[k] << "\n";
-    }
-  }
-  return o.str();
-}
-
-// Query parameter as int64; sends 400 on a bad value.
-bool QueryInt(const httplib::Request& req, httplib::Response& res, const char* name, int64_t* out) {
-  if (!req.has_param(name)) return true;
-  std::string v = req.get_param_value(name);
-  if (!absl::SimpleAtoi(v, out)) {
-    SendError(res, 400, "invalid_argument",
-              absl::StrCat("query parameter ", name, ": not an integer: \"", v, "\""), name);
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-HttpApi::HttpApi(Controller* controller, HttpApiOptions options)
-    : controller_(controller), options_(std::move(options)), server_(new httplib::Server) {
+HttpApi::HttpApi(ApiServices services, HttpApiOptions options)
+    : services_(services), options_(std::move(options)), server_(new httplib::Server) {
   Routes();
 }
+
+HttpApi::HttpApi(Controller* controller, HttpApiOptions options)
+    : HttpApi(controller->services(), std::move(options)) {}
 
 HttpApi::~HttpApi() { Stop(); }
 
@@ -484,17 +186,7 @@ void HttpApi::Routes() {
   // The route table: every route is first recorded here in OpenAPI form ("/jobs/{id}"); the
   // loop at the end of this function registers exactly these, and routes() reports them (the
   // OpenAPI contract test compares that list with api/openapi.yaml).
-  std::vector<RouteEntry> table;
-  auto Add = [&table](const std::string& method, const std::string& path, Access access,
-                      httplib::Server::Handler handler, bool tenant_workers = false) {
-    table.push_back(RouteEntry{method, path, access, tenant_workers,
-                               [handler](const httplib::Request& req, const std::string&,
-                                         httplib::Response& res) { handler(req, res); }});
-  };
-  auto AddBody = [&table](const std::string& method, const std::string& path, Access access,
-                          BodyHandler handler, bool tenant_workers = false) {
-    table.push_back(RouteEntry{method, path, access, tenant_workers, std::move(handler)});
-  };
+  rest::RouteTable table;
   s.set_payload_max_length(options_.max_body_bytes);
   // Responses leave in two writes (headers, body): without TCP_NODELAY, Nagle holds the body until
   // the client's delayed ACK, ~40 ms per request on a keep-alive connection. cpp-httplib closes a
@@ -523,8 +215,7 @@ void HttpApi::Routes() {
   // ---- Authentication: a pre-routing handler checks the token (401); each route then checks
   // that the token's role may call it (403, RouteEntry::access).
   auto tokens = options_.tokens;
-  Controller* c = controller_;
-  s.set_pre_routing_handler([tokens, c](const httplib::Request& req, httplib::Response& res) {
+  s.set_pre_routing_handler([tokens](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/api/v1/healthz" || req.path == "/api/v1/readyz") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -552,304 +243,19 @@ void HttpApi::Routes() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  // ---- Health
-  Add("GET", "/healthz", Access::kPublic, [c](const httplib::Request&, httplib::Response& res) {
-    bool alive = c->LoopAlive();
-    SendJson(res, alive ? 200 : 503, {{"status", alive ? "ok" : "loop not running"}});
-  });
-  Add("GET", "/readyz", Access::kPublic, [c](const httplib::Request&, httplib::Response& res) {
-    absl::Status ready = c->Ready();
-    if (ready.ok()) return SendJson(res, 200, {{"status", "ready"}});
-    SendError(res, 503, "unavailable", std::string(ready.message()));
-  });
-  Add("GET", "/metrics", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(c->Metrics()), "text/plain; version=0.0.4");
-  });
-
-  // ---- Topology, switches, links
-  Add("GET", "/topology", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
-    auto t = c->GetTopology();
-    if (!t.ok()) return SendStatus(res, t.status());
-    if (!t->has_value()) return SendError(res, 404, "not_found", "no topology has been loaded");
-    res.set_header("X-Topology-Version", std::to_string((*t)->version));
-    SendJson(res, 200, core::TopologyToJson((*t)->topology));
-  });
-  AddBody("PUT", "/topology", Access::kAdmin,
-          [c](const httplib::Request&, const std::string& text, httplib::Response& res) {
-            auto body = ParseBody(text, res);
-            if (!body) return;
-            std::vector<core::Problem> problems;
-            core::Topology topology = core::TopologyFromJson(*body, &problems);
-            if (problems.empty()) problems = core::ValidateTopology(topology);
-            if (!problems.empty()) return SendProblems(res, problems);
-            auto version = c->PutTopology(topology);
-            if (!version.ok()) return SendStatus(res, version.status());
-            SendJson(res, 200, {{"version", *version}});
-          });
-  Add("GET", "/switches", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
-    Json arr = Json::array();
-    for (const auto& sw : c->Switches()) arr.push_back(SwitchJson(sw));
-    SendJson(res, 200, {{"switches", arr}});
-  });
-  Add("GET", "/switches/{id}", Access::kRead,
-      [c](const httplib::Request& req, httplib::Response& res) {
-        auto sw = c->GetSwitch(req.matches[1]);
-        if (!sw.ok()) return SendStatus(res, sw.status());
-        SendJson(res, 200, SwitchJson(*sw));
-      });
-  Add("GET", "/links", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
-    auto t = c->GetTopology();
-    if (!t.ok()) return SendStatus(res, t.status());
-    Json links = Json::array();
-    if (t->has_value()) links = core::TopologyToJson((*t)->topology)["links"];
-    SendJson(res, 200, {{"links", links}});
-  });
-  AddBody("PATCH", "/links/{id}", Access::kAdmin,
-          [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
-            auto body = ParseBody(text, res);
-            if (!body) return;
-            std::string status_name;
-            for (auto it = body->begin(); it != body->end(); ++it) {
-              if (it.key() != "status") {
-                return SendError(res, 400, "invalid_argument",
-                                 absl::StrCat(it.key(), ": unknown field"), it.key());
-              }
-            }
-            if (!body->contains("status") || !(*body)["status"].is_string()) {
-              return SendError(res, 400, "invalid_argument", "status: required, \"up\" or \"down\"",
-                               "status");
-            }
-            auto status = core::ParseLinkStatus((*body)["status"].get<std::string>());
-            if (!status) {
-              return SendError(res, 400, "invalid_argument", "status: must be \"up\" or \"down\"",
-                               "status");
-            }
-            auto link = c->SetLinkStatus(req.matches[1], *status);
-            if (!link.ok()) return SendStatus(res, link.status());
-            core::Topology one;
-            one.links.push_back(*link);
-            SendJson(res, 200, core::TopologyToJson(one)["links"][0]);
-          });
-
-  // ---- Jobs
-  AddBody("POST", "/jobs", Access::kOperate,
-          [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
-            auto body = ParseBody(text, res);
-            if (!body) return;
-            std::vector<core::Problem> problems;
-            core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
-            if (!problems.empty()) return SendProblems(res, problems);
-            std::optional<core::IdempotencyKey> key;
-            if (req.has_header("Idempotency-Key")) {
-              std::string k = req.get_header_value("Idempotency-Key");
-              if (k.empty() || k.size() > 255) {
-                return SendError(res, 400, "invalid_argument",
-                                 "Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
-              }
-              key = core::IdempotencyKey{k, core::JobSpecToJson(spec).dump()};
-            }
-            auto result = c->SubmitJob(spec, key);
-            if (!result.ok()) return SendStatus(res, result.status());
-            res.set_header("Location", absl::StrCat("/api/v1/jobs/", result->job.id));
-            SendJson(res, result->created ? 201 : 200, core::JobToJson(result->job));
-          });
-  Add("GET", "/jobs", Access::kRead, [c](const httplib::Request& req, httplib::Response& res) {
-    core::JobFilter filter;
-    if (req.has_param("state")) {
-      std::vector<std::string> names = absl::StrSplit(req.get_param_value("state"), ',');
-      for (const std::string& name : names) {
-        auto st = core::ParseJobState(name);
-        if (!st) {
-          return SendError(res, 400, "invalid_argument",
-                           absl::StrCat("state: unknown job state \"", name, "\""), "state");
-        }
-        filter.states.push_back(*st);
-      }
-    }
-    if (req.has_param("tenant")) filter.tenant = req.get_param_value("tenant");
-    int64_t after = 0, limit = 100;
-    if (!QueryInt(req, res, "after", &after) || !QueryInt(req, res, "limit", &limit)) return;
-    if (limit < 1 || limit > 1000) {
-      return SendError(res, 400, "invalid_argument", "limit: must be between 1 and 1000", "limit");
-    }
-    if (after < 0) {
-      return SendError(res, 400, "invalid_argument", "after: a cursor is a job id >= 0", "after");
-    }
-    filter.after_id = after;
-    filter.limit = limit;
-    auto page = c->ListJobs(filter);
-    if (!page.ok()) return SendStatus(res, page.status());
-    Json jobs = Json::array();
-    for (const auto& job : page->jobs) jobs.push_back(core::JobToJson(job));
-    Json body = Json::object();
-    body["jobs"] = jobs;
-    body["next_after"] = page->next_after_id ? Json(*page->next_after_id) : Json(nullptr);
-    SendJson(res, 200, body);
-  });
-  Add(
-      "GET", "/jobs/{id}", Access::kRead,
-      [c](const httplib::Request& req, httplib::Response& res) {
-        auto job = c->GetJob(std::stoll(req.matches[1]));
-        if (!job.ok()) return SendStatus(res, job.status());
-        Json body = core::JobToJson(*job);
-        body["ina_counters"] = InaCountersJson(c->JobCounters(job->id));
-        SendJson(res, 200, body);
-      },
-      /*tenant_workers=*/true);
-  Add("DELETE", "/jobs/{id}", Access::kOperate,
-      [c](const httplib::Request& req, httplib::Response& res) {
-        auto job = c->CancelJob(std::stoll(req.matches[1]));
-        if (!job.ok()) return SendStatus(res, job.status());
-        SendJson(res, 200, core::JobToJson(*job));
-      });
-  Add(
-      "GET", "/jobs/{id}/config", Access::kRead,
-      [c](const httplib::Request& req, httplib::Response& res) {
-        auto config = c->GetJobConfig(std::stoll(req.matches[1]));
-        if (!config.ok()) return SendStatus(res, config.status());
-        SendJson(res, 200, ConfigJson(*config));
-      },
-      /*tenant_workers=*/true);
-  AddBody(
-      "POST", "/jobs/{id}/progress", Access::kOperate,
-      [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
-        auto body = ParseBody(text, res);
-        if (!body) return;
-        int64_t iterations = -1;
-        std::optional<double> loss;
-        for (auto it = body->begin(); it != body->end(); ++it) {
-          if (it.key() == "iterations_done") {
-            if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-              return SendError(res, 400, "invalid_argument",
-                               "iterations_done: must be a non-negative integer",
-                               "iterations_done");
-            }
-            iterations = it->get<int64_t>();
-          } else if (it.key() == "loss") {
-            if (!it->is_number() || !std::isfinite(it->get<double>())) {
-              return SendError(res, 400, "invalid_argument", "loss: must be a finite number",
-                               "loss");
-            }
-            loss = it->get<double>();
-          } else {
-            return SendError(res, 400, "invalid_argument",
-                             absl::StrCat(it.key(), ": unknown field"), it.key());
-          }
-        }
-        if (iterations < 0) {
-          return SendError(res, 400, "invalid_argument", "iterations_done: required",
-                           "iterations_done");
-        }
-        auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
-        if (!job.ok()) return SendStatus(res, job.status());
-        SendJson(res, 200, core::JobToJson(*job));
-      },
-      /*tenant_workers=*/true);
-
-  // ---- Plan
-  Add("GET", "/plan", Access::kRead, [c](const httplib::Request&, httplib::Response& res) {
-    auto plan = c->CurrentPlan();
-    if (!plan.ok()) return SendStatus(res, plan.status());
-    if (!plan->has_value())
-      return SendError(res, 404, "not_found", "no plan has been computed yet");
-    Json body = core::PlanToJson((*plan)->plan);
-    body["created_ms"] = (*plan)->created_ms;
-    SendJson(res, 200, body);
-  });
-  AddBody("POST", "/plan/preview", Access::kOperate,
-          [c](const httplib::Request&, const std::string& text, httplib::Response& res) {
-            auto body = ParseBody(text, res);
-            if (!body) return;
-            std::vector<core::Problem> problems;
-            core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
-            if (!problems.empty()) return SendProblems(res, problems);
-            auto plan = c->PreviewPlan(spec);
-            if (!plan.ok()) return SendStatus(res, plan.status());
-            SendJson(res, 200, core::PlanToJson(*plan));
-          });
-
-  // ---- Events
-  Add("GET", "/events", Access::kRead, [c](const httplib::Request& req, httplib::Response& res) {
-    core::EventFilter filter;
-    int64_t since = 0, limit = 100, job = 0;
-    if (!QueryInt(req, res, "since", &since) || !QueryInt(req, res, "limit", &limit) ||
-        !QueryInt(req, res, "job", &job)) {
-      return;
-    }
-    if (limit < 1 || limit > 1000) {
-      return SendError(res, 400, "invalid_argument", "limit: must be between 1 and 1000", "limit");
-    }
-    if (since < 0) {
-      return SendError(res, 400, "invalid_argument", "since: must be a sequence number >= 0",
-                       "since");
-    }
-    filter.after_seq = since;
-    filter.limit = limit;
-    if (req.has_param("job")) filter.job_id = job;
-    if (req.has_param("kind")) filter.kind = req.get_param_value("kind");
-    auto events = c->Events(filter);
-    if (!events.ok()) return SendStatus(res, events.status());
-    Json arr = Json::array();
-    int64_t last = since;
-    for (const auto& e : *events) {
-      arr.push_back(EventJson(e));
-      last = e.seq;
-    }
-    SendJson(res, 200, {{"events", arr}, {"last_seq", last}});
-  });
-  // Every open stream holds one thread of the pool: at most half the pool streams, so that
-  // streams cannot starve the rest of the API (the others get 503 and may retry).
-  auto streams = std::make_shared<std::atomic<int>>(0);
-  int max_streams = std::max(1, options_.threads / 2);
-  Add("GET", "/events/stream", Access::kRead,
-      [c, streams, max_streams](const httplib::Request& req, httplib::Response& res) {
-        int64_t since = 0;
-        if (!QueryInt(req, res, "since", &since)) return;
-        if (streams->fetch_add(1) >= max_streams) {
-          streams->fetch_sub(1);
-          res.set_header("Retry-After", "5");
-          return SendError(res, 503, "unavailable",
-                           absl::StrCat("too many open event streams (at most ", max_streams,
-                                        "); poll GET /events?since= or retry later"));
-        }
-        if (req.has_header("Last-Event-ID")) {
-          int64_t v = 0;
-          if (absl::SimpleAtoi(req.get_header_value("Last-Event-ID"), &v)) since = v;
-        }
-        auto cursor = std::make_shared<int64_t>(since);
-        res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            [c, cursor](size_t, httplib::DataSink& sink) {
-              if (!sink.is_writable()) return false;
-              c->WaitForEvents(*cursor, 1000);
-              core::EventFilter filter;
-              filter.after_seq = *cursor;
-              filter.limit = 500;
-              auto events = c->Events(filter);
-              if (!events.ok()) return false;
-              std::string out;
-              for (const auto& e : *events) {
-                absl::StrAppend(&out, "id: ", e.seq, "\nevent: ", e.kind,
-                                "\ndata: ", EventJson(e).dump(), "\n\n");
-                *cursor = e.seq;
-              }
-              if (out.empty()) out = ": keep-alive\n\n";
-              if (!sink.write(out.data(), out.size())) return false;
-              if (!c->LoopAlive()) {
-                sink.done();
-                return false;
-              }
-              return true;
-            },
-            // Runs when the response is destroyed: the stream ended.
-            [streams](bool) { streams->fetch_sub(1); });
-      });
+  // ---- The resources, one per collection (server/rest_resources.h).
+  rest::HealthResource(services_.health).Register(table);
+  rest::TopologyResource(services_.topology).Register(table);
+  rest::SwitchesResource(services_.topology).Register(table);
+  rest::JobsResource(services_.jobs).Register(table);
+  rest::PlanResource(services_.plans).Register(table);
+  rest::EventsResource(services_.events, services_.health, std::max(1, options_.threads / 2))
+      .Register(table);
 
   // ---- Registration: exactly the table above.
   size_t max_body = options_.max_body_bytes;
   auto patterns = std::make_shared<std::vector<std::pair<std::string, std::regex>>>();
-  for (RouteEntry& route : table) {
+  for (rest::RouteEntry& route : table.entries()) {
     std::string pattern = "/api/v1" + route.path;
     auto brace = pattern.find("{id}");
     if (brace != std::string::npos) {
@@ -859,9 +265,21 @@ void HttpApi::Routes() {
       pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([^/]+))");
     }
     const std::string& m = route.method;
-    BodyHandler h = std::move(route.handler);
+    // The route's handler, timed into the request-latency histogram (by method, route, status).
+    BodyHandler h = [inner = std::move(route.handler), metrics = services_.health->metrics(),
+                     method = route.method,
+                     path = route.path](const httplib::Request& req, const std::string& body,
+                                        httplib::Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      inner(req, body, res);
+      if (metrics != nullptr) {
+        metrics->ObserveHttp(
+            method, path, res.status,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+    };
     // Authorization, before the body is read: the token's role against the route's access.
-    auto allowed = [tokens = options_.tokens, c = controller_, access = route.access,
+    auto allowed = [tokens = options_.tokens, jobs = services_.jobs, access = route.access,
                     workers = route.tenant_workers](const httplib::Request& req,
                                                     httplib::Response& res) {
       if (tokens.empty() || access == Access::kPublic) return true;
@@ -883,7 +301,7 @@ void HttpApi::Routes() {
             int64_t id = 0;
             // Unknown ids answer 404 through the route itself.
             if (absl::SimpleAtoi(req.matches[1].str(), &id)) {
-              auto job = c->GetJob(id);
+              auto job = jobs->GetJob(id);
               ok = !job.ok() || job->spec.tenant == who->tenant;
             }
           }
@@ -928,7 +346,7 @@ void HttpApi::Routes() {
           }
           if (!read) {
             res.set_header("Connection", "close");
-            return SendError(res, 400, "invalid_argument", "the request body could not be read");
+            return rest::BadRequest(res, "the request body could not be read");
           }
           h(req, body, res);
         };

@@ -1,7 +1,10 @@
 // The REST API under /api/v1 (api/openapi.yaml is its contract; a test checks that every route
-// here is in the document and vice versa). A thin adapter: it authenticates, decodes JSON strictly
-// (core/json.h), calls the Controller and encodes the answer. The one place absl::Status becomes
-// an HTTP status is StatusToHttp.
+// here is in the document and vice versa). A thin adapter over the controller's services
+// (server/services.h): HttpApi owns the HTTP server, authenticates, authorises each route by the
+// access its resource declares, bounds bodies and times requests; the resources
+// (server/rest_resources.h, one per collection) decode JSON strictly (core/json.h), call their
+// service and encode the answer. The one place absl::Status becomes an HTTP status is
+// StatusToHttp.
 //
 // Errors always have the body {"error": {"code", "message", "field"}}: malformed JSON or an
 // unknown field 400, unauthenticated 401, forbidden 403, unknown id or route 404, a known path
@@ -17,7 +20,7 @@
 // GET /events/stream holds a pool thread per open stream; at most threads/2 streams are open at
 // once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the API.
 //
-// Thread safety: the server answers on a pool of threads; the Controller is thread-safe.
+// Thread safety: the server answers on a pool of threads; the services are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -27,13 +30,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/controller.h"
+#include "server/services.h"
 
 namespace httplib {
 class Server;
 }
 
 namespace inac::server {
+
+class Controller;
 
 enum class Role { kAdmin, kOperator, kViewer, kWorker };
 // "admin", "operator", "viewer", "worker"; nullopt otherwise.
@@ -63,7 +68,9 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 class HttpApi {
  public:
-  // `controller` is not owned and must outlive the server.
+  // The services are not owned and must outlive the server.
+  HttpApi(ApiServices services, HttpApiOptions options);
+  // Every service of `controller` (not owned; must outlive the server).
   HttpApi(Controller* controller, HttpApiOptions options);
   ~HttpApi();
 
@@ -81,7 +88,7 @@ class HttpApi {
 
  private:
   void Routes();
-  Controller* controller_;
+  ApiServices services_;
   HttpApiOptions options_;
   std::unique_ptr<httplib::Server> server_;
   // Stop() may run before Serve() has entered cpp-httplib's accept loop; httplib's own stop()

@@ -1,0 +1,149 @@
+// JobsResource and PlanResource.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/json.h"
+#include "server/rest_json.h"
+#include "server/rest_resources.h"
+
+namespace inac::server::rest {
+
+void JobsResource::Register(RouteTable& routes) {
+  JobService* c = jobs_;
+  routes.AddBody("POST", "/jobs", Access::kOperate,
+                 [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+                   auto body = ParseBody(text, res);
+                   if (!body) return;
+                   std::vector<core::Problem> problems;
+                   core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
+                   if (!problems.empty()) return SendProblems(res, problems);
+                   std::optional<core::IdempotencyKey> key;
+                   if (req.has_header("Idempotency-Key")) {
+                     std::string k = req.get_header_value("Idempotency-Key");
+                     if (k.empty() || k.size() > 255) {
+                       return BadRequest(res, "Idempotency-Key must be 1 to 255 characters",
+                                         "Idempotency-Key");
+                     }
+                     key = core::IdempotencyKey{k, core::JobSpecToJson(spec).dump()};
+                   }
+                   auto result = c->SubmitJob(spec, key);
+                   if (!result.ok()) return SendStatus(res, result.status());
+                   res.set_header("Location", absl::StrCat("/api/v1/jobs/", result->job.id));
+                   SendJson(res, result->created ? 201 : 200, core::JobToJson(result->job));
+                 });
+  routes.Add(
+      "GET", "/jobs", Access::kRead, [c](const httplib::Request& req, httplib::Response& res) {
+        core::JobFilter filter;
+        if (req.has_param("state")) {
+          std::vector<std::string> names = absl::StrSplit(req.get_param_value("state"), ',');
+          for (const std::string& name : names) {
+            auto st = core::ParseJobState(name);
+            if (!st) {
+              return BadRequest(res, absl::StrCat("state: unknown job state \"", name, "\""),
+                                "state");
+            }
+            filter.states.push_back(*st);
+          }
+        }
+        if (req.has_param("tenant")) filter.tenant = req.get_param_value("tenant");
+        int64_t after = 0, limit = 100;
+        if (!QueryInt(req, res, "after", &after) || !QueryInt(req, res, "limit", &limit)) {
+          return;
+        }
+        if (limit < 1 || limit > 1000) {
+          return BadRequest(res, "limit: must be between 1 and 1000", "limit");
+        }
+        if (after < 0) return BadRequest(res, "after: a cursor is a job id >= 0", "after");
+        filter.after_id = after;
+        filter.limit = limit;
+        auto page = c->ListJobs(filter);
+        if (!page.ok()) return SendStatus(res, page.status());
+        Json jobs = Json::array();
+        for (const auto& job : page->jobs) jobs.push_back(core::JobToJson(job));
+        Json body = Json::object();
+        body["jobs"] = jobs;
+        body["next_after"] = page->next_after_id ? Json(*page->next_after_id) : Json(nullptr);
+        SendJson(res, 200, body);
+      });
+  routes.Add(
+      "GET", "/jobs/{id}", Access::kRead,
+      [c](const httplib::Request& req, httplib::Response& res) {
+        auto job = c->GetJob(std::stoll(req.matches[1]));
+        if (!job.ok()) return SendStatus(res, job.status());
+        Json body = core::JobToJson(*job);
+        body["ina_counters"] = InaCountersJson(c->JobCounters(job->id));
+        SendJson(res, 200, body);
+      },
+      /*tenant_workers=*/true);
+  routes.Add("DELETE", "/jobs/{id}", Access::kOperate,
+             [c](const httplib::Request& req, httplib::Response& res) {
+               auto job = c->CancelJob(std::stoll(req.matches[1]));
+               if (!job.ok()) return SendStatus(res, job.status());
+               SendJson(res, 200, core::JobToJson(*job));
+             });
+  routes.Add(
+      "GET", "/jobs/{id}/config", Access::kRead,
+      [c](const httplib::Request& req, httplib::Response& res) {
+        auto config = c->GetJobConfig(std::stoll(req.matches[1]));
+        if (!config.ok()) return SendStatus(res, config.status());
+        SendJson(res, 200, ConfigJson(*config));
+      },
+      /*tenant_workers=*/true);
+  routes.AddBody(
+      "POST", "/jobs/{id}/progress", Access::kOperate,
+      [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+        auto body = ParseBody(text, res);
+        if (!body) return;
+        int64_t iterations = -1;
+        std::optional<double> loss;
+        for (auto it = body->begin(); it != body->end(); ++it) {
+          if (it.key() == "iterations_done") {
+            if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+              return BadRequest(res, "iterations_done: must be a non-negative integer",
+                                "iterations_done");
+            }
+            iterations = it->get<int64_t>();
+          } else if (it.key() == "loss") {
+            if (!it->is_number() || !std::isfinite(it->get<double>())) {
+              return BadRequest(res, "loss: must be a finite number", "loss");
+            }
+            loss = it->get<double>();
+          } else {
+            return BadRequest(res, absl::StrCat(it.key(), ": unknown field"), it.key());
+          }
+        }
+        if (iterations < 0) return BadRequest(res, "iterations_done: required", "iterations_done");
+        auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
+        if (!job.ok()) return SendStatus(res, job.status());
+        SendJson(res, 200, core::JobToJson(*job));
+      },
+      /*tenant_workers=*/true);
+}
+
+void PlanResource::Register(RouteTable& routes) {
+  PlanService* p = plans_;
+  routes.Add("GET", "/plan", Access::kRead, [p](const httplib::Request&, httplib::Response& res) {
+    auto plan = p->CurrentPlan();
+    if (!plan.ok()) return SendStatus(res, plan.status());
+    if (!plan->has_value()) {
+      return SendStatus(res, absl::NotFoundError("no plan has been computed yet"));
+    }
+    Json body = core::PlanToJson((*plan)->plan);
+    body["created_ms"] = (*plan)->created_ms;
+    SendJson(res, 200, body);
+  });
+  routes.AddBody("POST", "/plan/preview", Access::kOperate,
+                 [p](const httplib::Request&, const std::string& text, httplib::Response& res) {
+                   auto body = ParseBody(text, res);
+                   if (!body) return;
+                   std::vector<core::Problem> problems;
+                   core::JobSpec spec = core::JobSpecFromJson(*body, "", &problems);
+                   if (!problems.empty()) return SendProblems(res, problems);
+                   auto plan = p->PreviewPlan(spec);
+                   if (!plan.ok()) return SendStatus(res, plan.status());
+                   SendJson(res, 200, core::PlanToJson(*plan));
+                 });
+}
+
+}  // namespace inac::server::rest

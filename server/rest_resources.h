@@ -1,0 +1,88 @@
+// The REST resources: one class per collection of api/openapi.yaml, each depending only on the
+// service it adapts (server/services.h). Register() declares the resource's routes, with the role
+// each requires, into the route table; the handlers decode strictly (core/json.h), call the
+// service, and encode the answer or the error (server/rest_router.h).
+//
+//   HealthResource    GET /healthz, /readyz (public), /metrics
+//   TopologyResource  GET|PUT /topology, GET /links, PATCH /links/{id}
+//   SwitchesResource  GET /switches, /switches/{id}
+//   JobsResource      POST|GET /jobs, GET|DELETE /jobs/{id}, GET /jobs/{id}/config,
+//                     POST /jobs/{id}/progress
+//   PlanResource      GET /plan, POST /plan/preview
+//   EventsResource    GET /events, /events/stream
+//
+// Thread safety: handlers run concurrently; the services are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "server/rest_router.h"
+#include "server/services.h"
+
+namespace inac::server::rest {
+
+class HealthResource {
+ public:
+  explicit HealthResource(HealthService* health) : health_(health) {}
+  void Register(RouteTable& routes);
+
+ private:
+  HealthService* health_;
+};
+
+class TopologyResource {
+ public:
+  explicit TopologyResource(TopologyService* topology) : topology_(topology) {}
+  void Register(RouteTable& routes);
+
+ private:
+  TopologyService* topology_;
+};
+
+class SwitchesResource {
+ public:
+  explicit SwitchesResource(TopologyService* topology) : topology_(topology) {}
+  void Register(RouteTable& routes);
+
+ private:
+  TopologyService* topology_;
+};
+
+class JobsResource {
+ public:
+  explicit JobsResource(JobService* jobs) : jobs_(jobs) {}
+  void Register(RouteTable& routes);
+
+ private:
+  JobService* jobs_;
+};
+
+class PlanResource {
+ public:
+  explicit PlanResource(PlanService* plans) : plans_(plans) {}
+  void Register(RouteTable& routes);
+
+ private:
+  PlanService* plans_;
+};
+
+// Every open stream holds one thread of the server's pool: at most `max_streams` are open at once
+// (503 `unavailable` with Retry-After beyond), so that streams cannot starve the rest of the API.
+class EventsResource {
+ public:
+  EventsResource(EventService* events, HealthService* health, int max_streams)
+      : events_(events),
+        health_(health),
+        max_streams_(max_streams),
+        streams_(std::make_shared<std::atomic<int>>(0)) {}
+  void Register(RouteTable& routes);
+
+ private:
+  EventService* events_;
+  HealthService* health_;
+  int max_streams_;
+  std::shared_ptr<std::atomic<int>> streams_;
+};
+
+}  // namespace inac::server::rest

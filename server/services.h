@@ -1,0 +1,114 @@
+// The controller's services: what the REST layer (and any other northbound adapter) may ask of the
+// controller, in the style of ONOS's Service interfaces. The HTTP layer depends on these
+// interfaces only, so it can be tested against a fake; server::Controller implements them all.
+//
+// Errors are canonical absl::Status codes: InvalidArgument (bad input; the JSON path of the first
+// problem is the status's `field` payload, core/status.h), NotFound, FailedPrecondition (illegal
+// state transition, no topology yet), AlreadyExists (idempotency conflict), Unavailable (storage
+// busy or a transient conflict: retry).
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/job.h"
+#include "core/plan.h"
+#include "core/ports.h"
+#include "core/topology.h"
+#include "server/job_config.h"
+#include "server/metrics.h"
+
+namespace inac::server {
+
+// Jobs: the commands a launcher sends and what it reads back.
+class JobService {
+ public:
+  virtual ~JobService() = default;
+  // Validates `spec` against the current topology and stores the job (pending). Durable when it
+  // returns; an idempotency key already used with the same body returns the first job (created
+  // false), with another body AlreadyExists.
+  virtual absl::StatusOr<core::CreateJobResult> SubmitJob(
+      const core::JobSpec& spec, const std::optional<core::IdempotencyKey>& idempotency) = 0;
+  // pending/scheduled/running -> cancelled; FailedPrecondition when already terminal.
+  virtual absl::StatusOr<core::Job> CancelJob(core::JobId id) = 0;
+  // Records progress; iterations_done == spec.iterations completes the job. FailedPrecondition
+  // unless the job is scheduled or running; InvalidArgument if iterations go backwards or beyond
+  // the job's iterations.
+  virtual absl::StatusOr<core::Job> ReportProgress(core::JobId id, int64_t iterations_done,
+                                                   std::optional<double> loss) = 0;
+  virtual absl::StatusOr<core::Job> GetJob(core::JobId id) = 0;
+  virtual absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter) = 0;
+  // What the job's hosts need (server/job_config.h), from the latest plan.
+  virtual absl::StatusOr<JobConfig> GetJobConfig(core::JobId id) = 0;
+  // The INA counters last read for `id`'s tags on the switches that hold them (by switch, then
+  // tag); empty until a read succeeded.
+  virtual std::vector<InaCounterSample> JobCounters(core::JobId id) = 0;
+};
+
+// The fabric: the topology, its links and its switches.
+class TopologyService {
+ public:
+  virtual ~TopologyService() = default;
+  // Replaces the topology (InvalidArgument with every problem) and returns its version. Jobs
+  // whose hosts left the topology fail at the next pass.
+  virtual absl::StatusOr<int64_t> PutTopology(const core::Topology& topology) = 0;
+  // Sets one link up or down (NotFound for an unknown link id or no topology).
+  virtual absl::StatusOr<core::Link> SetLinkStatus(const std::string& link_id,
+                                                   core::LinkStatus status) = 0;
+  virtual absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology() = 0;
+  // Every switch of the topology with its session and sync state.
+  virtual std::vector<SwitchStatus> Switches() = 0;
+  virtual absl::StatusOr<SwitchStatus> GetSwitch(const std::string& id) = 0;
+};
+
+// Plans: the current one, and what-if previews.
+class PlanService {
+ public:
+  virtual ~PlanService() = default;
+  virtual absl::StatusOr<std::optional<core::PlanRecord>> CurrentPlan() = 0;
+  // Plans the active jobs plus `spec` (reported as job id 0) without admitting it. Validation
+  // errors as SubmitJob; FailedPrecondition without a topology.
+  virtual absl::StatusOr<core::Plan> PreviewPlan(const core::JobSpec& spec) = 0;
+};
+
+// The event log.
+class EventService {
+ public:
+  virtual ~EventService() = default;
+  virtual absl::StatusOr<std::vector<core::Event>> Events(const core::EventFilter& filter) = 0;
+  // Blocks until an event with seq > after_seq exists, `timeout_ms` passes or the controller
+  // stops; returns the newest sequence number.
+  virtual int64_t WaitForEvents(int64_t after_seq, int timeout_ms) = 0;
+};
+
+// Health and metrics.
+class HealthService {
+ public:
+  virtual ~HealthService() = default;
+  // Liveness: the control loop ran a pass within a few timer periods.
+  virtual bool LoopAlive() = 0;
+  // Readiness: storage readable, loop alive, every managed switch connected (Unavailable with
+  // the reason otherwise).
+  virtual absl::Status Ready() = 0;
+  // The Prometheus exposition text (server/metrics.h).
+  virtual std::string MetricsText() = 0;
+  // Where the HTTP layer records its request latencies (not owned; may be null).
+  virtual Metrics* metrics() = 0;
+};
+
+// The services one northbound adapter is given (none owned; all must outlive the adapter).
+struct ApiServices {
+  JobService* jobs = nullptr;
+  TopologyService* topology = nullptr;
+  PlanService* plans = nullptr;
+  EventService* events = nullptr;
+  HealthService* health = nullptr;
+};
+
+}  // namespace inac::server
