@@ -8,7 +8,7 @@
 //     MetricsSnapshot at each scrape so that a switch or job that left is not reported stale.
 // Render() writes both in the Prometheus text exposition format 0.0.4 (GET /metrics).
 //
-// Metric names and labels are a public interface (dashboards, alerts): docs/operations.md lists
+// Metric names and labels are a public interface (dashboards, alerts): docs/controller.md lists
 // them; renaming one is a breaking change.
 //
 // Thread safety: every method may be called from any thread.
