@@ -239,9 +239,7 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
                                  absl::StrCat("scheduled in plan ", *plan_version)));
     }
     if (!updates.empty()) {
-      auto s = storage_->jobs().UpdateMany(updates, now, events);
-      if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
-      events_.Notify();
+      ApplyJobUpdates(updates, events, now);
     }
     return RefreshPriorities(snapshot, plan_version);
   }
@@ -281,10 +279,7 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
     const std::string error(plan.status().message());
     events_.Log("plan_failed", std::nullopt, absl::StrCat("planning failed: ", error));
     spdlog::warn("event=plan_failed error=\"{}\"", error);
-    if (!updates.empty()) {
-      auto s = storage_->jobs().UpdateMany(updates, now, events);
-      if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
-    }
+    if (!updates.empty()) ApplyJobUpdates(updates, events, now);
     return plan.status();
   }
   plan->solve_ms = solve_ms;
@@ -310,10 +305,7 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
           MakeEvent(now, "job_scheduled", job.id, absl::StrCat("scheduled in plan ", *version)));
     }
   }
-  if (!updates.empty()) {
-    auto s = storage_->jobs().UpdateMany(updates, now, events);
-    if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
-  }
+  if (!updates.empty()) ApplyJobUpdates(updates, events, now);
   storage_->plans().Prune(options_.keep_plans).IgnoreError();
   events_.Notify();
   return true;
@@ -346,9 +338,37 @@ void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::Switc
     events.push_back(MakeEvent(now, "job_running", id,
                                absl::StrCat("every switch applied plan ", plan_version)));
   }
-  if (updates.empty()) return;
-  auto s = storage_->jobs().UpdateMany(updates, now, events);
-  if (!s.ok()) spdlog::warn("event=job_update_failed error=\"{}\"", s.ToString());
+  if (!updates.empty()) ApplyJobUpdates(updates, events, now);
+}
+
+void Controller::ApplyJobUpdates(
+    const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates,
+    const std::vector<core::Event>& events, int64_t now) {
+  absl::Status batch = storage_->jobs().UpdateMany(updates, now, events);
+  if (batch.ok()) {
+    events_.Notify();
+    return;
+  }
+  if (!absl::IsFailedPrecondition(batch) && !absl::IsNotFound(batch)) {
+    spdlog::warn("event=job_update_failed error=\"{}\"", batch.ToString());
+    return;
+  }
+  // A command committed between the snapshot and now (a job cancelled, completed or failed) made
+  // one update illegal: apply the others one by one, so that the command affects its own job only.
+  // The next pass (the command woke the loop) re-plans without that job.
+  int skipped = 0;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    std::vector<core::Event> one;
+    if (i < events.size()) one.push_back(events[i]);
+    auto s = storage_->jobs().Update(updates[i].first, updates[i].second, now, one);
+    if (s.ok()) continue;
+    ++skipped;
+    if (!absl::IsFailedPrecondition(s.status()) && !absl::IsNotFound(s.status())) {
+      spdlog::warn("event=job_update_failed job={} error=\"{}\"", updates[i].first,
+                   s.status().ToString());
+    }
+  }
+  spdlog::info("event=job_updates_raced updates={} skipped={}", updates.size(), skipped);
   events_.Notify();
 }
 

@@ -148,6 +148,10 @@ class Controller : public JobService,
   // Moves scheduled jobs to running once every switch holding one of their entries confirmed
   // `plan_version`.
   void AdvanceJobs(int64_t plan_version, const std::vector<core::SwitchIntent>& intents);
+  // Applies job state changes (`events[i]` is `updates[i]`'s event) in one transaction; when a
+  // concurrent command made one of them illegal, applies each of the others alone.
+  void ApplyJobUpdates(const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates,
+                       const std::vector<core::Event>& events, int64_t now);
   absl::StatusOr<core::Plan> ComputePlan(const core::Topology& topology,
                                          const std::vector<core::Job>& jobs,
                                          const core::Plan* previous);

@@ -177,8 +177,19 @@ class PlanStoreImpl final : public core::PlanStore, Base {
     INAC_RETURN_IF_ERROR(ValidateIntents(intents));
     INAC_RETURN_IF_ERROR(ValidateEvents(events));
     if (plan.version < 0) return absl::InvalidArgumentError("plan version must not be negative");
+    std::function<void()> hook;
+    auto version = SaveLocked(plan, intents, now_ms, events, &hook);
+    if (version.ok() && hook) hook();  // after the commit, outside the lock
+    return version;
+  }
+
+  absl::StatusOr<int64_t> SaveLocked(const core::Plan& plan,
+                                     const std::vector<core::SwitchIntent>& intents,
+                                     int64_t now_ms, const std::vector<core::Event>& events,
+                                     std::function<void()>* hook) {
     absl::MutexLock l(mu_);
     INAC_RETURN_IF_ERROR(CheckInjected(*s_));
+    *hook = s_->after_plan_save;
     int64_t latest = s_->plans.empty() ? 0 : s_->plans.rbegin()->first;
     int64_t version = plan.version > 0 ? plan.version : latest + 1;
     if (version <= latest) {
@@ -335,6 +346,11 @@ void InMemoryStorage::FailNextWrites(absl::Status status, int count) {
   absl::MutexLock l(&mu_);
   state_.injected_error = std::move(status);
   state_.injected_count = count;
+}
+
+void InMemoryStorage::AfterPlanSave(std::function<void()> hook) {
+  absl::MutexLock l(&mu_);
+  state_.after_plan_save = std::move(hook);
 }
 
 absl::StatusOr<core::Snapshot> InMemoryStorage::ReadSnapshot() {

@@ -6,6 +6,7 @@
 // write is atomic and ReadSnapshot is consistent.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,10 @@ class InMemoryStorage final : public core::Storage {
   // Fault injection for tests of callers: the next `count` write calls (of any store) return
   // `status` and change nothing. Reads are unaffected.
   void FailNextWrites(absl::Status status, int count = 1);
+  // Runs `hook` after every successful plans().Save, once the save committed (outside the store's
+  // lock, so the hook may call the stores): a test's way to interleave a command with the
+  // controller loop deterministically. An empty hook removes it.
+  void AfterPlanSave(std::function<void()> hook);
 
   // The shared state; public so the store classes in the .cc can reach it.
   struct State {
@@ -48,6 +53,7 @@ class InMemoryStorage final : public core::Storage {
     int64_t last_seq = 0;
     absl::Status injected_error;
     int injected_count = 0;
+    std::function<void()> after_plan_save;
   };
   class Stores;
 
