@@ -1,8 +1,8 @@
 // The controller service end to end (issue 7 benchmarks), in one process but over the real
-// edges: the REST API (cpp-httplib, loopback), the controller loop, SQLite on disk (WAL,
-// synchronous=FULL: an acknowledged job is durable) and 20 emulated P4Runtime switches on
-// loopback gRPC ports (the `--demo` fabric: fat-tree k=4, same switch client factory as
-// `inac serve`). Prints one JSON line per scenario:
+// edges: the REST API (loopback, through the production client server/api_client.h), the
+// controller loop, SQLite on disk (WAL, synchronous=FULL: an acknowledged job is durable) and 20
+// emulated P4Runtime switches on loopback gRPC ports (the `--demo` fabric: fat-tree k=4, same
+// switch client factory as `inac serve`). Prints one JSON line per scenario:
 //  - rest_submit: durable job submissions per second and latency percentiles, C client threads
 //    each POSTing jobs (with an Idempotency-Key) while the loop re-plans behind them;
 //  - submit_to_programmed: time from POST /jobs to the job being `running`, which the controller
@@ -16,7 +16,6 @@
 //
 // Usage: controller_bench [--submit N] [--clients C] [--samples S] [--restart-jobs J]
 //                         [--algorithm A] [--log-level warn]
-#include <httplib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +39,7 @@
 #include "core/json.h"
 #include "core/models.h"
 #include "nlohmann/json.hpp"
+#include "server/api_client.h"
 #include "server/cmd_serve.h"
 #include "server/controller.h"
 #include "server/http_api.h"
@@ -51,6 +51,7 @@
 namespace {
 
 using inac::core::JobSpec;
+using inac::server::ApiClient;
 using inac::server::Controller;
 using inac::server::ControllerOptions;
 using inac::server::HttpApi;
@@ -72,6 +73,17 @@ double Percentile(std::vector<double> v, double p) {
 [[noreturn]] void Die(const std::string& what) {
   std::cerr << "controller_bench: " << what << "\n";
   std::exit(1);
+}
+
+// A client of the API on `port` that keeps its connection (one per thread), 60 s timeouts.
+std::unique_ptr<ApiClient> Client(int port) {
+  inac::server::ApiClientOptions options;
+  options.server = absl::StrCat("http://127.0.0.1:", port);
+  options.timeout_ms = 60000;
+  options.keep_alive = true;
+  auto client = ApiClient::Create(options);
+  if (!client.ok()) Die(client.status().ToString());
+  return *std::move(client);
 }
 
 // The demo fabric: fat-tree k=4, every switch an in-process emulated P4Runtime switch.
@@ -253,27 +265,26 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      httplib::Client client("127.0.0.1", service.port());
-      client.set_keep_alive(true);
-      client.set_tcp_nodelay(true);
-      client.set_read_timeout(std::chrono::seconds(60));
+      std::unique_ptr<ApiClient> client = Client(service.port());
       // Connections are opened before the clock starts, one client at a time: cpp-httplib (as
       // Debian builds it) listens with a backlog of 5, and a burst of simultaneous connects can
       // lose a SYN (1 s retransmission); that is connection setup, not submission cost.
       while (connected.load() != c) std::this_thread::yield();
-      client.Get("/api/v1/healthz");
+      (void)client->SendRaw({.target = "/api/v1/healthz"});
       connected++;
       while (!go.load()) std::this_thread::yield();
       std::vector<double> mine;
       while (true) {
         int i = next++;
         if (i >= jobs) break;
-        std::string body = inac::core::JobSpecToJson(specs[i]).dump();
-        httplib::Headers headers = {{"Idempotency-Key", absl::StrCat("bench-", i)}};
+        inac::server::RawRequest post{.method = "POST",
+                                      .target = "/api/v1/jobs",
+                                      .body = inac::core::JobSpecToJson(specs[i]).dump(),
+                                      .headers = {{"Idempotency-Key", absl::StrCat("bench-", i)}}};
         auto t0 = SteadyClock::now();
-        auto res = client.Post("/api/v1/jobs", headers, body, "application/json");
+        auto res = client->SendRaw(post);
         mine.push_back(Ms(SteadyClock::now() - t0));
-        if (!res || res->status != 201) failures++;
+        if (!res.ok() || res->http_status != 201) failures++;
       }
       std::lock_guard<std::mutex> lock(mu);
       latencies.insert(latencies.end(), mine.begin(), mine.end());
@@ -311,9 +322,7 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
     if (!service.controller().SubmitJob(spec, std::nullopt).ok()) Die("demo job refused");
   }
   if (!service.AwaitReconciled(120)) Die("demo jobs not programmed");
-  httplib::Client client("127.0.0.1", service.port());
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);
+  std::unique_ptr<ApiClient> client = Client(service.port());
   std::mt19937_64 rng(11);
   std::vector<double> latencies, posts;
   int timeouts = 0;
@@ -323,16 +332,15 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
     // the debounce window).
     std::this_thread::sleep_for(std::chrono::milliseconds(options.debounce_ms + 50));
     auto t0 = SteadyClock::now();
-    auto res =
-        client.Post("/api/v1/jobs", inac::core::JobSpecToJson(spec).dump(), "application/json");
-    if (!res || res->status != 201) Die("submission failed");
+    auto res = client->Call("POST", "/jobs", inac::core::JobSpecToJson(spec));
+    if (!res.ok() || res->http_status != 201) Die("submission failed");
     posts.push_back(Ms(SteadyClock::now() - t0));
-    int64_t id = Json::parse(res->body)["id"].get<int64_t>();
-    std::string path = absl::StrCat("/api/v1/jobs/", id);
+    int64_t id = res->body["id"].get<int64_t>();
+    std::string path = absl::StrCat("/jobs/", id);
     bool running = false;
     while (Ms(SteadyClock::now() - t0) < 30000) {
-      auto job = client.Get(path);
-      if (job && job->status == 200 && Json::parse(job->body)["state"] == "running") {
+      auto job = client->Call("GET", path);
+      if (job.ok() && job->body["state"] == "running") {
         running = true;
         break;
       }
@@ -343,7 +351,7 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
     } else {
       timeouts++;
     }
-    client.Delete(path);
+    (void)client->Call("DELETE", path);
     // Let the cancellation reach the switches before the next sample.
     service.controller().Sync(30000).IgnoreError();
     if (!service.AwaitReconciled(30)) Die("cancellation not programmed");

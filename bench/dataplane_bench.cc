@@ -82,6 +82,8 @@
 #include "absl/time/clock.h"
 #include "core/json.h"
 #include "scheduler/model/flow_model.h"
+#include "tests/fixtures/sample_jobs.h"
+#include "tests/fixtures/sample_topologies.h"
 #include "tests/interop/peers.h"
 #include "tests/system/harness.h"
 
@@ -90,6 +92,7 @@ namespace {
 namespace systest = inac::systest;
 namespace core = inac::core;
 namespace scheduler = inac::scheduler;
+namespace fixtures = inac::fixtures;
 using Json = nlohmann::json;
 
 constexpr int kWorkers = 4;
@@ -181,19 +184,8 @@ class SignalsDeferred {
 
 class Lab {
  public:
-  // One switch s0 (INA-capable or not), hosts h0..h4 on it (10 Gbps links: the lab ignores them).
-  static core::Topology Star(bool ina) {
-    core::Topology t;
-    core::InaConfig config;
-    if (ina) config = {true, 100, 4096, core::kDefaultAggregatorBytes};
-    t.switches.push_back({"s0", config, {}});
-    for (int i = 0; i <= kWorkers; ++i) {
-      const std::string h = absl::StrCat("h", i);
-      t.hosts.push_back({h, {}, {}});
-      t.links.push_back({core::DefaultLinkId(h, "s0"), h, "s0", 10});
-    }
-    return t;
-  }
+  // One switch s0 (INA-capable with 4096 aggregators, or not), hosts h0..h4 on it.
+  static core::Topology Star(bool ina) { return fixtures::LabStar(kWorkers + 1, 4096, ina); }
 
   Lab(const std::string& dir, const std::string& prefix, const std::string& bmv2)
       : dir_(dir), prefix_(prefix), bmv2_(bmv2) {}
@@ -236,10 +228,12 @@ class Lab {
   int64_t SubmitAndAwaitRunning(const std::string& name, int64_t size, int64_t iterations,
                                 std::string* error) {
     systest::Rest rest(host_port_);
-    const Json job = {
-        {"name", name},           {"workers", kWorkerHosts}, {"parameter_servers", {kPsHost}},
-        {"gradient_bytes", size}, {"compute_ms", 10},        {"iterations", iterations},
-        {"batch_size", 32}};
+    const Json job = fixtures::JobJson({.name = name,
+                                        .workers = kWorkerHosts,
+                                        .parameter_servers = {kPsHost},
+                                        .gradient_bytes = size,
+                                        .compute_ms = 10,
+                                        .iterations = iterations});
     systest::Response r = rest.Post("/jobs", job);
     if (r.status != 201) {
       *error = absl::StrCat("POST /jobs: ", r.status, " ", r.text);
@@ -444,14 +438,11 @@ Prediction Predict(const RunResult& r, double link_gbps, std::optional<double> s
   for (core::Switch& s : input.topology.switches) {
     if (switch_gbps && s.ina.capable) s.ina.processing_gbps = *switch_gbps;
   }
-  core::JobSpec spec;
-  spec.name = r.name;
-  spec.workers = kWorkerHosts;
-  spec.parameter_servers = {kPsHost};
-  spec.gradient_bytes = (r.size / 4 + kLanes - 1) / kLanes * kFrameBytes;
-  spec.compute_ms = 0;
-  spec.iterations = 1;
-  spec.batch_size = 32;
+  core::JobSpec spec =
+      fixtures::PsJobSpec(r.name, kWorkerHosts, {kPsHost},
+                          {.gradient_bytes = (r.size / 4 + kLanes - 1) / kLanes * kFrameBytes,
+                           .compute_ms = 0,
+                           .iterations = 1});
   input.jobs.push_back({r.job, spec});
   core::Plan plan = r.view->plan;
   std::erase_if(plan.jobs, [&](const core::JobPlan& jp) { return jp.job_id != r.job; });

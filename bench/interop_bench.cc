@@ -304,9 +304,9 @@ class RestoreScenario {
     for (int i = 0; i < jobs; ++i) {
       // Three workers and one PS among the leaf's 8 hosts.
       auto host = [](int k) { return absl::StrCat("h0_", k % 8); };
-      r = rest_->Post("/jobs",
-                      systest::JobBody(absl::StrCat("job-", i), {host(i), host(i + 1), host(i + 2)},
-                                       {host(i + 3)}, i % 3));
+      r = rest_->Post("/jobs", systest::LongRunningJob(absl::StrCat("job-", i),
+                                                       {host(i), host(i + 1), host(i + 2)},
+                                                       {host(i + 3)}, i % 3));
       if (r.status != 201) return absl::InternalError("POST /jobs: " + r.text);
     }
     auto view = systest::AwaitConverged(*rest_, reader_, absl::Seconds(60), jobs);

@@ -30,6 +30,7 @@
 
 #include "core/generators.h"
 #include "scheduler/routing/routing_algorithm.h"
+#include "tests/fixtures/sample_jobs.h"
 
 namespace {
 
@@ -69,14 +70,10 @@ PlanningInput Instance(const inac::core::Topology& t, uint64_t seed, int workers
   std::vector<std::string> hosts;
   for (const auto& h : t.hosts) hosts.push_back(h.id);
   std::shuffle(hosts.begin(), hosts.end(), rng);
-  inac::core::JobSpec s;
-  s.name = "bench";
-  s.workers.assign(hosts.begin(), hosts.begin() + workers);
-  s.parameter_servers.assign(hosts.begin() + workers, hosts.begin() + workers + ps);
-  s.gradient_bytes = 100 * 1000 * 1000;
-  s.compute_ms = 100;
-  s.iterations = 100;
-  s.batch_size = 32;
+  inac::core::JobSpec s = inac::fixtures::PsJobSpec(
+      "bench", std::vector<std::string>(hosts.begin(), hosts.begin() + workers),
+      std::vector<std::string>(hosts.begin() + workers, hosts.begin() + workers + ps),
+      {.iterations = 100});
   for (auto& h : in.topology.hosts) {
     if (std::find(s.parameter_servers.begin(), s.parameter_servers.end(), h.id) !=
         s.parameter_servers.end()) {

@@ -25,6 +25,7 @@
 #include "scheduler/routing/routing_algorithm.h"
 #include "scheduler/sim/simulator.h"
 #include "scheduler/sim/trace.h"
+#include "tests/fixtures/sample_topologies.h"
 
 namespace {
 
@@ -35,26 +36,13 @@ constexpr double kLinkGbps = 100;
 constexpr int kTorHosts = 64;
 const std::vector<int> kWorkers = {2, 4, 8};
 
+// The Tofino-class ToR "tor": hosts h1..h64 on 100 Gbps links, 6.4 Tbps INA processing.
 inac::core::Topology Tor(int64_t aggregators) {
-  inac::core::Topology t;
-  inac::core::Switch s;
-  s.id = "tor";
-  s.ina.capable = true;
-  s.ina.processing_gbps = 6400;
-  s.ina.aggregators = aggregators;
-  t.switches.push_back(s);
-  for (int i = 1; i <= kTorHosts; ++i) {
-    inac::core::Host h;
-    h.id = absl::StrCat("h", i);
-    t.hosts.push_back(h);
-    inac::core::Link l;
-    l.a = h.id;
-    l.b = "tor";
-    l.id = inac::core::DefaultLinkId(l.a, l.b);
-    l.gbps = kLinkGbps;
-    t.links.push_back(l);
-  }
-  return t;
+  return inac::fixtures::SingleSwitch({.switch_id = "tor",
+                                       .hosts = kTorHosts,
+                                       .aggregators = aggregators,
+                                       .processing_gbps = 6400,
+                                       .link_gbps = kLinkGbps});
 }
 
 // S1/S3 (and the sweep): 10 model slots x {2, 4, 8} workers, all at t = 0. The slots cycle

@@ -1,7 +1,10 @@
 #include "server/api_client.h"
 
 #include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
 
+#include <ctime>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -44,12 +47,86 @@ absl::StatusCode CodeFromName(const std::string& name, int http_status) {
   }
 }
 
+// The member `name` of the `error` object of an API error body, or "".
+std::string ErrorMember(const Json& body, const char* name) {
+  if (!body.is_object()) return "";
+  auto e = body.find("error");
+  if (e == body.end() || !e->is_object()) return "";
+  auto m = e->find(name);
+  return m != e->end() && m->is_string() ? m->get<std::string>() : "";
+}
+
+// Blocks SIGPIPE in this thread for its lifetime. cpp-httplib 0.11 writes requests without
+// MSG_NOSIGNAL, so a server that answers and closes before reading a whole body (413 on a large
+// upload) would kill the calling process with SIGPIPE; with the signal blocked the write fails
+// with EPIPE and the call reports it. A SIGPIPE raised meanwhile (thread-directed, by our own
+// write) is consumed before the old mask returns, unless one was pending or blocked before
+// (libpq's pq_block_sigpipe does the same).
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    consume_ = !sigismember(&old_, SIGPIPE) && !sigismember(&pending, SIGPIPE);
+  }
+  ~ScopedSigpipeBlock() {
+    if (consume_) {
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool consume_ = false;
+};
+
 }  // namespace
+
+std::string RawReply::error_code() const { return ErrorMember(json, "code"); }
+std::string RawReply::error_message() const { return ErrorMember(json, "message"); }
+std::string RawReply::error_field() const { return ErrorMember(json, "field"); }
 
 struct ApiClient::Impl {
   explicit Impl(const std::string& base) : client(base) {}
+
+  // The httplib form of `request`: body and Content-Type by RawRequest's rule, the token unless
+  // the request names its own Authorization.
+  httplib::Request ToHttplib(const RawRequest& request) const {
+    httplib::Request req;
+    req.method = request.method;
+    req.path = request.target;
+    for (const auto& [k, v] : request.headers) req.headers.emplace(k, v);
+    if (!token.empty() && !req.has_header("Authorization")) {
+      req.headers.emplace("Authorization", absl::StrCat("Bearer ", token));
+    }
+    const std::string& m = request.method;
+    if (!request.body.empty() || m == "POST" || m == "PUT" || m == "PATCH") {
+      req.body = request.body;
+      if (!req.has_header("Content-Type")) {
+        req.headers.emplace("Content-Type", request.content_type);
+      }
+    }
+    return req;
+  }
+
+  absl::Status Unreachable(httplib::Error error) const {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach ", server, ": ", httplib::to_string(error)));
+  }
+
   httplib::Client client;
   std::string server;
+  std::string token;
 };
 
 ApiClient::ApiClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -72,61 +149,92 @@ absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ApiClientOpti
     return absl::InvalidArgumentError(absl::StrCat("--server: cannot use \"", s, "\""));
   }
   impl->server = base;
+  impl->token = options.token;
   const time_t seconds = options.timeout_ms / 1000;
   const time_t micros = (options.timeout_ms % 1000) * 1000;
   impl->client.set_connection_timeout(seconds, micros);
   impl->client.set_read_timeout(seconds, micros);
   impl->client.set_write_timeout(seconds, micros);
-  if (!options.token.empty()) impl->client.set_bearer_token_auth(options.token);
+  impl->client.set_keep_alive(options.keep_alive);
+  // Requests are small request-reply exchanges: no Nagle delay between the header and body writes.
+  impl->client.set_tcp_nodelay(true);
   return std::unique_ptr<ApiClient>(new ApiClient(std::move(impl)));
+}
+
+absl::StatusOr<RawReply> ApiClient::SendRaw(const RawRequest& request) {
+  httplib::Request req = impl_->ToHttplib(request);
+  ScopedSigpipeBlock no_sigpipe;
+  httplib::Result r = impl_->client.send(req);
+  if (!r) return impl_->Unreachable(r.error());
+  RawReply reply;
+  reply.http_status = r->status;
+  for (const auto& [k, v] : r->headers) reply.headers.emplace(k, v);
+  reply.body = std::move(r->body);
+  if (!reply.body.empty()) {
+    reply.json = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  }
+  return reply;
+}
+
+absl::StatusOr<int> ApiClient::Stream(const RawRequest& request,
+                                      const std::function<bool(const RawReply& head)>& on_head,
+                                      const std::function<bool(std::string_view data)>& on_data) {
+  httplib::Request req = impl_->ToHttplib(request);
+  int status = 0;
+  auto head = [&](const httplib::Response& res) {
+    status = res.status;
+    if (!on_head) return true;
+    RawReply h;
+    h.http_status = res.status;
+    for (const auto& [k, v] : res.headers) h.headers.emplace(k, v);
+    return on_head(h);
+  };
+  req.response_handler = head;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    return !on_data || on_data(std::string_view(data, n));
+  };
+  ScopedSigpipeBlock no_sigpipe;
+  httplib::Result r = impl_->client.send(req);
+  if (r && status == 0) {
+    head(*r);  // cpp-httplib skips the response handler for a reply without a body (204, HEAD)
+    status = r->status;
+  }
+  if (status == 0) return impl_->Unreachable(r.error());
+  return status;
 }
 
 absl::StatusOr<ApiReply> ApiClient::Call(
     const std::string& method, const std::string& path, const Json& body,
     const std::vector<std::pair<std::string, std::string>>& headers) {
-  httplib::Headers h;
-  for (const auto& [k, v] : headers) h.emplace(k, v);
-  const std::string url = "/api/v1" + path;
-  const std::string payload = body.is_null() ? std::string() : body.dump();
-  const char* type = "application/json";
   if (method != "GET" && method != "DELETE" && method != "POST" && method != "PUT" &&
       method != "PATCH") {
     return absl::InvalidArgumentError(absl::StrCat("unsupported method ", method));
   }
-  httplib::Client& c = impl_->client;
-  httplib::Result r = method == "GET"      ? c.Get(url, h)
-                      : method == "DELETE" ? c.Delete(url, h, payload, type)
-                      : method == "POST"   ? c.Post(url, h, payload, type)
-                      : method == "PUT"    ? c.Put(url, h, payload, type)
-                                           : c.Patch(url, h, payload, type);
-  if (!r) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach ", impl_->server, ": ", httplib::to_string(r.error())));
-  }
+  RawRequest request;
+  request.method = method;
+  request.target = "/api/v1" + path;
+  if (method != "GET" && !body.is_null()) request.body = body.dump();
+  request.headers = headers;
+  auto raw = SendRaw(request);
+  if (!raw.ok()) return raw.status();
   ApiReply reply;
-  reply.http_status = r->status;
-  if (!r->body.empty()) {
-    reply.body = Json::parse(r->body, nullptr, /*allow_exceptions=*/false);
-    if (reply.body.is_discarded()) {
-      return absl::InternalError(absl::StrCat("HTTP ", r->status, " from ", impl_->server, " ",
-                                              method, " ", url, ": the body is not JSON"));
-    }
+  reply.http_status = raw->http_status;
+  if (raw->json.is_discarded()) {
+    return absl::InternalError(absl::StrCat("HTTP ", raw->http_status, " from ", impl_->server, " ",
+                                            method, " ", request.target, ": the body is not JSON"));
   }
-  if (r->status >= 200 && r->status < 300) return reply;
+  if (reply.http_status >= 200 && reply.http_status < 300) {
+    reply.body = std::move(raw->json);
+    return reply;
+  }
 
-  std::string code, message, field;
-  if (reply.body.is_object() && reply.body.contains("error") && reply.body["error"].is_object()) {
-    const Json& e = reply.body["error"];
-    if (e.contains("code") && e["code"].is_string()) code = e["code"].get<std::string>();
-    if (e.contains("message") && e["message"].is_string())
-      message = e["message"].get<std::string>();
-    if (e.contains("field") && e["field"].is_string()) field = e["field"].get<std::string>();
-  }
-  std::string text = absl::StrCat("HTTP ", r->status, code.empty() ? "" : " ", code,
+  const std::string code = raw->error_code(), message = raw->error_message(),
+                    field = raw->error_field();
+  std::string text = absl::StrCat("HTTP ", reply.http_status, code.empty() ? "" : " ", code,
                                   message.empty() ? "" : ": ", message);
   if (!field.empty()) absl::StrAppend(&text, " [field ", field, "]");
-  if (r->status >= 500) return absl::InternalError(text);
-  return absl::Status(CodeFromName(code, r->status), text);
+  if (reply.http_status >= 500) return absl::InternalError(text);
+  return absl::Status(CodeFromName(code, reply.http_status), text);
 }
 
 int ExitCodeFor(const absl::Status& status) {

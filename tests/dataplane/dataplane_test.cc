@@ -24,6 +24,8 @@
 #include "absl/time/clock.h"
 #include "core/generators.h"
 #include "core/json.h"
+#include "tests/fixtures/sample_jobs.h"
+#include "tests/fixtures/sample_topologies.h"
 #include "tests/interop/peers.h"
 #include "tests/system/harness.h"
 
@@ -50,24 +52,9 @@ Json LastJsonObject(const std::string& text) {
   return found;
 }
 
-// One INA switch, `hosts` hosts on it.
-core::Topology Star(int hosts, int64_t aggregators) {
-  core::Topology t;
-  t.switches.push_back({"s0", {true, 100, aggregators, core::kDefaultAggregatorBytes}, {}});
-  for (int i = 0; i < hosts; ++i) {
-    const std::string h = absl::StrCat("h", i);
-    t.hosts.push_back({h, {}, {}});
-    t.links.push_back({core::DefaultLinkId(h, "s0"), h, "s0", 10});
-  }
-  return t;
-}
-
 // 2 leaves, 2 spines, 4 hosts per leaf (hI_J on leaf lfI); only the spines aggregate.
 core::Topology SpineAggregatingLeafSpine() {
-  core::GeneratorOptions o;
-  o.ina = *core::ParseInaPlacement("all");
-  o.aggregators = 4096;
-  core::Topology t = *core::GenerateLeafSpine(2, 2, 4, o);
+  core::Topology t = LeafSpine(2, 2, 4, {.ina = core::InaPlacement::Kind::kAll});
   for (core::Switch& s : t.switches) {
     if (s.id.rfind("lf", 0) == 0) s.ina = core::InaConfig{};
   }
@@ -225,14 +212,13 @@ class DataplaneTest : public ::testing::Test {
 
   Json JobBody(const std::string& name, const std::vector<std::string>& workers,
                const std::string& ps, int priority = 0) {
-    return Json{{"name", name},
-                {"workers", workers},
-                {"parameter_servers", {ps}},
-                {"gradient_bytes", 1 << 20},
-                {"compute_ms", 10},
-                {"iterations", 1000},
-                {"batch_size", 32},
-                {"priority", priority}};
+    return fixtures::JobJson({.name = name,
+                              .priority = priority,
+                              .workers = workers,
+                              .parameter_servers = {ps},
+                              .gradient_bytes = 1 << 20,
+                              .compute_ms = 10,
+                              .iterations = 1000});
   }
 
   static inline int counter_ = 0;
@@ -242,7 +228,7 @@ class DataplaneTest : public ::testing::Test {
 };
 
 TEST_F(DataplaneTest, OneSwitchFourWorkersEveryChunkAggregatedExactly) {
-  StartLab(Star(5, 4096));
+  StartLab(fixtures::LabStar(5, 4096));
   if (HasFatalFailure()) return;
   const std::vector<std::string> workers = {"h0", "h1", "h2", "h3"};
   const int64_t job = SubmitAndAwaitRunning(JobBody("star", workers, "h4"));
@@ -306,7 +292,7 @@ TEST_F(DataplaneTest, LeafSpineAggregatesAwayFromTheTorExactly) {
 // FALLBACK, and both all-reduces stay exact.
 TEST_F(DataplaneTest, TwoJobsBeyondTheirGrantsPreemptAndStayExact) {
   constexpr int64_t kPool = 128;
-  StartLab(Star(6, kPool));
+  StartLab(fixtures::LabStar(6, kPool));
   if (HasFatalFailure()) return;
   const std::vector<std::string> low_workers = {"h0", "h1"}, high_workers = {"h2", "h3"};
   const int64_t low = SubmitAndAwaitRunning(JobBody("low", low_workers, "h4", /*priority=*/1));
@@ -368,7 +354,7 @@ double LongestIteration(const Json& report) {
 // controller pushes its pipeline and entries again, the workers' retransmissions complete what
 // was lost in its aggregators, and every sum is exact.
 TEST_F(DataplaneTest, SwitchKilledMidRunIsRestoredAndSumsStayExact) {
-  StartLab(Star(5, 4096));
+  StartLab(fixtures::LabStar(5, 4096));
   if (HasFatalFailure()) return;
   const std::vector<std::string> workers = {"h0", "h1", "h2", "h3"};
   const int64_t job = SubmitAndAwaitRunning(JobBody("crash", workers, "h4"));
@@ -461,7 +447,7 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
 class DataplaneLossTest : public DataplaneTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(DataplaneLossTest, LossIsRepairedByRetransmissionAndSumsStayExact) {
-  StartLab(Star(4, 4096));
+  StartLab(fixtures::LabStar(4, 4096));
   if (HasFatalFailure()) return;
   const std::vector<std::string> workers = {"h0", "h1", "h2"};
   // tc netem where the kernel has it; otherwise the agents drop that share of what they send

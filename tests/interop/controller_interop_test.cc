@@ -108,9 +108,9 @@ class ControllerBmv2Test : public ::testing::Test {
 
   // Two jobs across both leaves: each leaf aggregates, the spines route.
   void SubmitJobs(Rest& rest) {
-    Response r = rest.Post("/jobs", systest::JobBody("a", {"h0_0", "h1_0"}, {"h0_1"}, 1));
+    Response r = rest.Post("/jobs", systest::LongRunningJob("a", {"h0_0", "h1_0"}, {"h0_1"}, 1));
     ASSERT_EQ(r.status, 201) << r.text;
-    r = rest.Post("/jobs", systest::JobBody("b", {"h0_1", "h1_1"}, {"h1_0"}, 2));
+    r = rest.Post("/jobs", systest::LongRunningJob("b", {"h0_1", "h1_1"}, {"h1_0"}, 2));
     ASSERT_EQ(r.status, 201) << r.text;
   }
 

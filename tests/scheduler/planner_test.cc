@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/generators.h"
+#include "tests/fixtures/sample_jobs.h"
 
 namespace inac::scheduler {
 namespace {
@@ -18,13 +19,9 @@ core::Topology Fabric() {
 core::Job PsJob(core::JobId id, std::vector<std::string> workers, const std::string& ps) {
   core::Job job;
   job.id = id;
-  job.spec.name = "j" + std::to_string(id);
-  job.spec.workers = std::move(workers);
-  job.spec.parameter_servers = {ps};
-  job.spec.gradient_bytes = 1000000;
-  job.spec.compute_ms = 10;
-  job.spec.iterations = 100;
-  job.spec.batch_size = 16;
+  job.spec = fixtures::PsJobSpec(
+      "j" + std::to_string(id), std::move(workers), {ps},
+      {.gradient_bytes = 1000000, .compute_ms = 10, .iterations = 100, .batch_size = 16});
   return job;
 }
 

@@ -1,5 +1,5 @@
-// Shared helpers of the routing tests: loading the examples/ instances and building planning
-// inputs from generated topologies.
+// Shared helpers of the routing tests: loading the examples/ instances. The sample jobs are in
+// tests/fixtures/sample_jobs.h.
 #pragma once
 
 #include <fstream>
@@ -36,20 +36,6 @@ inline PlanningInput LoadExample(const std::string& folder) {
     input.jobs.push_back(JobInput{static_cast<core::JobId>(i + 1), (*jobs)[i]});
   }
   return input;
-}
-
-inline core::JobSpec PsJob(const std::string& name, std::vector<std::string> workers,
-                           std::vector<std::string> ps) {
-  core::JobSpec s;
-  s.name = name;
-  s.workers = std::move(workers);
-  s.parameter_servers = std::move(ps);
-  s.allreduce = core::AllReduce::kPs;
-  s.gradient_bytes = 100'000'000;
-  s.compute_ms = 100;
-  s.iterations = 10;
-  s.batch_size = 32;
-  return s;
 }
 
 }  // namespace inac::scheduler::testing

@@ -6,7 +6,7 @@
 #include "core/generators.h"
 #include "scheduler/model/flow_model.h"
 #include "scheduler/model/paths.h"
-#include "tests/scheduler/routing_fixtures.h"
+#include "tests/fixtures/sample_jobs.h"
 
 namespace inac::scheduler {
 namespace {
@@ -115,7 +115,7 @@ PlanningInput Star(double link_gbps, double processing, double latency_us) {
   }
   in.topology.links = {L("W1", "S", link_gbps, latency_us), L("W2", "S", link_gbps, latency_us),
                        L("S", "PS", link_gbps, latency_us)};
-  in.jobs.push_back(JobInput{7, testing::PsJob("j", {"W1", "W2"}, {"PS"})});
+  in.jobs.push_back(JobInput{7, fixtures::PsJobSpec("j", {"W1", "W2"}, {"PS"})});
   return in;
 }
 
@@ -304,7 +304,7 @@ TEST(OnOffFairRatesTest, PrivateLimitsAndUnboundedJobs) {
 
 TEST(FlowEvaluatorTest, TwoJobsShareTheirCommonLinkFairly) {
   PlanningInput in = Star(10, 100, 1);
-  in.jobs.push_back(JobInput{8, testing::PsJob("k", {"W1"}, {"PS"})});
+  in.jobs.push_back(JobInput{8, fixtures::PsJobSpec("k", {"W1"}, {"PS"})});
   core::Plan plan;
   plan.jobs = {StarPlan(false)};
   core::JobPlan other;

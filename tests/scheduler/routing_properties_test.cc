@@ -5,9 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "core/generators.h"
 #include "scheduler/routing/routing_algorithm.h"
-#include "tests/scheduler/routing_fixtures.h"
+#include "tests/fixtures/sample_jobs.h"
 
 namespace inac::scheduler {
 namespace {
@@ -26,7 +27,7 @@ PlanningInput RandomInstance(const core::Topology& topology, uint64_t seed, int 
     std::shuffle(hosts.begin(), hosts.end(), rng);
     std::vector<std::string> w(hosts.begin(), hosts.begin() + workers);
     std::vector<std::string> p(hosts.begin() + workers, hosts.begin() + workers + ps);
-    core::JobSpec spec = testing::PsJob("j" + std::to_string(j), w, p);
+    core::JobSpec spec = fixtures::PsJobSpec(absl::StrCat("j", j), w, p);
     spec.priority = j % 2;
     in.jobs.push_back(JobInput{j + 1, spec});
   }

@@ -59,8 +59,8 @@ TEST(BindTest, WithoutTokensOnlyLoopbackIsServed) {
     EXPECT_TRUE(api.Bind("0.0.0.0", 0).ok());  // tokens configured: any address
   }
   // The test server itself listens on 127.0.0.1 without tokens: every request is allowed.
-  EXPECT_EQ(server.PutTopology(SmallTopology()), 200);
-  Reply r = server.Call("POST", "/api/v1/jobs", JobJson("open").dump(), "");
+  EXPECT_EQ(server.PutTopology(SmallLeafSpine()), 200);
+  Reply r = server.Call("POST", "/api/v1/jobs", SmallLeafSpineJob("open").dump(), "");
   EXPECT_EQ(r.status, 201) << r;
 }
 
@@ -68,9 +68,9 @@ class AuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.Start().ok());
-    ASSERT_EQ(server_.PutTopology(SmallTopology()), 200);
-    vision_ = server_.Submit(JobJson("vision-job", "vision"));
-    nlp_ = server_.Submit(JobJson("nlp-job", "nlp"));
+    ASSERT_EQ(server_.PutTopology(SmallLeafSpine()), 200);
+    vision_ = server_.Submit(SmallLeafSpineJob("vision-job", "vision"));
+    nlp_ = server_.Submit(SmallLeafSpineJob("nlp-job", "nlp"));
     ASSERT_GT(nlp_, 0);
     ASSERT_TRUE(server_.Sync().ok());
   }
@@ -109,17 +109,19 @@ TEST_F(AuthTest, HealthNeedsNoTokenEverythingElseDoes) {
 }
 
 TEST_F(AuthTest, AdminMayDoEverything) {
-  std::string topo = core::TopologyToJson(SmallTopology()).dump();
+  std::string topo = core::TopologyToJson(SmallLeafSpine()).dump();
   EXPECT_EQ(Status("PUT", "/api/v1/topology", kAdminToken, topo), 200);
   EXPECT_EQ(Status("PATCH", "/api/v1/links/sp0~lf0", kAdminToken, R"({"status": "down"})"), 200);
-  EXPECT_EQ(Status("POST", "/api/v1/jobs", kAdminToken, JobJson("a").dump()), 201);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kAdminToken, SmallLeafSpineJob("a").dump()), 201);
   EXPECT_EQ(Status("GET", Job(nlp_, "/config"), kAdminToken), 200);
   EXPECT_EQ(Status("DELETE", Job(nlp_), kAdminToken), 200);
 }
 
 TEST_F(AuthTest, OperatorRunsJobsButNotTheFabric) {
-  EXPECT_EQ(Status("POST", "/api/v1/jobs", kOperatorToken, JobJson("op").dump()), 201);
-  EXPECT_EQ(Status("POST", "/api/v1/plan/preview", kOperatorToken, JobJson("what-if").dump()), 200);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kOperatorToken, SmallLeafSpineJob("op").dump()), 201);
+  EXPECT_EQ(
+      Status("POST", "/api/v1/plan/preview", kOperatorToken, SmallLeafSpineJob("what-if").dump()),
+      200);
   EXPECT_EQ(Status("POST", Job(vision_, "/progress"), kOperatorToken, R"({"iterations_done": 3})"),
             200);
   EXPECT_EQ(Status("DELETE", Job(vision_), kOperatorToken), 200);
@@ -128,7 +130,7 @@ TEST_F(AuthTest, OperatorRunsJobsButNotTheFabric) {
     EXPECT_EQ(Status("GET", path, kOperatorToken), 200) << path;
   }
   EXPECT_EQ(Status("PUT", "/api/v1/topology", kOperatorToken,
-                   core::TopologyToJson(SmallTopology()).dump()),
+                   core::TopologyToJson(SmallLeafSpine()).dump()),
             403);
   EXPECT_EQ(Status("PATCH", "/api/v1/links/sp0~lf0", kOperatorToken, R"({"status": "down"})"), 403);
 }
@@ -140,8 +142,9 @@ TEST_F(AuthTest, ViewerOnlyReads) {
     EXPECT_EQ(Status("GET", path, kViewerToken), 200) << path;
   }
   EXPECT_EQ(Status("GET", Job(nlp_, "/config"), kViewerToken), 200);
-  EXPECT_EQ(Status("POST", "/api/v1/jobs", kViewerToken, JobJson("v").dump()), 403);
-  EXPECT_EQ(Status("POST", "/api/v1/plan/preview", kViewerToken, JobJson("v").dump()), 403);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kViewerToken, SmallLeafSpineJob("v").dump()), 403);
+  EXPECT_EQ(Status("POST", "/api/v1/plan/preview", kViewerToken, SmallLeafSpineJob("v").dump()),
+            403);
   EXPECT_EQ(Status("DELETE", Job(nlp_), kViewerToken), 403);
   EXPECT_EQ(Status("POST", Job(nlp_, "/progress"), kViewerToken, R"({"iterations_done": 1})"), 403);
   EXPECT_EQ(server_.JobState(nlp_), "running");
@@ -160,7 +163,7 @@ TEST_F(AuthTest, WorkerTouchesOnlyItsTenantsJobs) {
   EXPECT_EQ(Status("GET", Job(vision_, "/config"), kOtherWorkerToken), 403);
   // Nothing else.
   EXPECT_EQ(Status("GET", "/api/v1/jobs", kWorkerToken), 403);
-  EXPECT_EQ(Status("POST", "/api/v1/jobs", kWorkerToken, JobJson("w").dump()), 403);
+  EXPECT_EQ(Status("POST", "/api/v1/jobs", kWorkerToken, SmallLeafSpineJob("w").dump()), 403);
   EXPECT_EQ(Status("DELETE", Job(vision_), kWorkerToken), 403);
   EXPECT_EQ(Status("GET", "/api/v1/topology", kWorkerToken), 403);
   EXPECT_EQ(Status("GET", "/api/v1/plan", kWorkerToken), 403);

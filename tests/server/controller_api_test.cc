@@ -79,7 +79,7 @@ class ControllerApiTest : public ::testing::Test {
     return hops;
   }
 
-  core::Topology topology_ = SmallTopology();
+  core::Topology topology_ = SmallLeafSpine();
   TestServer server_;
 };
 
@@ -89,7 +89,7 @@ TEST_F(ControllerApiTest, SubmittedJobRunsOnceEverySwitchApplied) {
   ASSERT_NE(lf0, nullptr);
   lf0->SetReachable(false);
 
-  Reply submitted = server_.Call("POST", "/api/v1/jobs", JobJson("resnet").dump());
+  Reply submitted = server_.Call("POST", "/api/v1/jobs", SmallLeafSpineJob("resnet").dump());
   ASSERT_EQ(submitted.status, 201) << submitted;
   EXPECT_EQ(submitted.json["state"], "pending");
   int64_t id = submitted.json["id"].get<int64_t>();
@@ -136,7 +136,8 @@ TEST_F(ControllerApiTest, SubmittedJobRunsOnceEverySwitchApplied) {
 TEST_F(ControllerApiTest, ListFiltersByStateAndTenantWithCursorPagination) {
   std::vector<int64_t> ids;
   for (int i = 0; i < 7; ++i) {
-    ids.push_back(server_.Submit(JobJson(absl::StrCat("job", i), i % 2 ? "nlp" : "vision")));
+    ids.push_back(
+        server_.Submit(SmallLeafSpineJob(absl::StrCat("job", i), i % 2 ? "nlp" : "vision")));
     ASSERT_GT(ids.back(), 0);
   }
   ASSERT_EQ(server_.Call("DELETE", Job(ids[2])).status, 200);
@@ -178,7 +179,7 @@ TEST_F(ControllerApiTest, ListFiltersByStateAndTenantWithCursorPagination) {
 }
 
 TEST_F(ControllerApiTest, JobConfigGivesWorkersWhatTheyNeed) {
-  int64_t id = server_.Submit(JobJson("cfg"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("cfg"));
   ASSERT_TRUE(server_.Sync().ok());
   Reply plan = server_.Get("/api/v1/plan");
   ASSERT_EQ(plan.status, 200);
@@ -220,8 +221,8 @@ TEST_F(ControllerApiTest, JobConfigGivesWorkersWhatTheyNeed) {
 }
 
 TEST_F(ControllerApiTest, CompletionAndCancellationFreeTheJobsEntries) {
-  int64_t a = server_.Submit(JobJson("a", "vision", 100));
-  int64_t b = server_.Submit(JobJson("b", "vision", 100));
+  int64_t a = server_.Submit(SmallLeafSpineJob("a", "vision", 100));
+  int64_t b = server_.Submit(SmallLeafSpineJob("b", "vision", 100));
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(a), "running");
   ASSERT_EQ(server_.JobState(b), "running");
@@ -271,8 +272,8 @@ TEST_F(ControllerApiTest, ProgressReRanksEsaPrioritiesInTheSwitches) {
   // Two identical jobs tie. When one reports most of its iterations done it has the least
   // remaining work: the next pass saves a plan version with the same routes and the new order,
   // and the switches get it.
-  const int64_t a = server_.Submit(JobJson("a", "vision", 1000));
-  const int64_t b = server_.Submit(JobJson("b", "vision", 1000));
+  const int64_t a = server_.Submit(SmallLeafSpineJob("a", "vision", 1000));
+  const int64_t b = server_.Submit(SmallLeafSpineJob("b", "vision", 1000));
   ASSERT_TRUE(server_.Sync().ok());
   auto priority = [&](int64_t id) {
     Reply r = server_.Get(Job(id, "/config"));
@@ -303,7 +304,7 @@ TEST_F(ControllerApiTest, ProgressReRanksEsaPrioritiesInTheSwitches) {
 }
 
 TEST_F(ControllerApiTest, PutTopologyReplansAndFailsJobsWhoseHostsLeft) {
-  int64_t id = server_.Submit(JobJson("t"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("t"));
   ASSERT_TRUE(server_.Sync().ok());
   int64_t v1 = PlanVersion();
   Reply before = server_.Get("/api/v1/plan");
@@ -336,7 +337,7 @@ TEST_F(ControllerApiTest, PutTopologyReplansAndFailsJobsWhoseHostsLeft) {
 }
 
 TEST_F(ControllerApiTest, LinkDownReplansAroundIt) {
-  int64_t id = server_.Submit(JobJson("l"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("l"));
   ASSERT_TRUE(server_.Sync().ok());
   Reply plan = server_.Get("/api/v1/plan");
   auto hops = PlanHops(plan.json);
@@ -386,12 +387,12 @@ TEST_F(ControllerApiTest, LinkDownReplansAroundIt) {
 }
 
 TEST_F(ControllerApiTest, PreviewPlansWithoutAdmitting) {
-  int64_t id = server_.Submit(JobJson("existing"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("existing"));
   ASSERT_TRUE(server_.Sync().ok());
   int64_t version = PlanVersion();
   Reply events_before = server_.Get("/api/v1/events");
-  Reply preview =
-      server_.Call("POST", "/api/v1/plan/preview", JobJson("what-if").dump(), kOperatorToken);
+  Reply preview = server_.Call("POST", "/api/v1/plan/preview", SmallLeafSpineJob("what-if").dump(),
+                               kOperatorToken);
   ASSERT_EQ(preview.status, 200) << preview;
   std::set<int64_t> planned;
   for (const Json& j : preview.json["jobs"]) planned.insert(j["job_id"].get<int64_t>());
@@ -420,27 +421,27 @@ TEST_F(ControllerApiTest, EventsSinceAndServerSentEvents) {
   std::string received;
   int keepalives = 0;
   std::thread reader([&] {
-    httplib::Client client("127.0.0.1", server_.port());
-    client.set_read_timeout(60);
-    httplib::Headers headers = {{"Authorization", absl::StrCat("Bearer ", kViewerToken)}};
-    client.Get(
-        absl::StrCat("/api/v1/events/stream?since=", last), headers,
-        [&](const httplib::Response& r) {
-          EXPECT_EQ(r.status, 200);
-          EXPECT_TRUE(absl::StartsWith(r.get_header_value("Content-Type"), "text/event-stream"));
-          connected = true;
-          return true;
-        },
-        [&](const char* data, size_t n) {
-          received.append(data, n);
-          if (absl::StartsWith(absl::string_view(data, n), ": keep-alive")) ++keepalives;
-          // Stop once the job's scheduling arrived, or after ~60 idle keep-alives (a bound).
-          return !absl::StrContains(received, "event: job_scheduled") && keepalives < 60;
-        });
+    (void)server_.Client(kViewerToken)
+        ->Stream(
+            {.target = absl::StrCat("/api/v1/events/stream?since=", last)},
+            [&](const RawReply& r) {
+              EXPECT_EQ(r.http_status, 200);
+              auto type = r.headers.find("Content-Type");
+              EXPECT_TRUE(type != r.headers.end() &&
+                          absl::StartsWith(type->second, "text/event-stream"));
+              connected = true;
+              return true;
+            },
+            [&](std::string_view data) {
+              received.append(data);
+              if (data.starts_with(": keep-alive")) ++keepalives;
+              // Stop once the job's scheduling arrived, or after ~60 idle keep-alives (a bound).
+              return !absl::StrContains(received, "event: job_scheduled") && keepalives < 60;
+            });
     finished = true;
   });
   while (!connected && !finished) std::this_thread::yield();
-  int64_t id = server_.Submit(JobJson("streamed"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("streamed"));
   ASSERT_TRUE(server_.Sync().ok());
   reader.join();
   EXPECT_TRUE(absl::StrContains(received, "event: job_submitted")) << received;
@@ -467,15 +468,13 @@ TEST_F(ControllerApiTest, EventsSinceAndServerSentEvents) {
 
   // Resuming with Last-Event-ID replays from there.
   std::string replay;
-  httplib::Client client("127.0.0.1", server_.port());
-  httplib::Headers headers = {{"Authorization", absl::StrCat("Bearer ", kViewerToken)},
-                              {"Last-Event-ID", std::to_string(last)}};
-  client.Get(
-      "/api/v1/events/stream", headers, [](const httplib::Response&) { return true; },
-      [&](const char* data, size_t n) {
-        replay.append(data, n);
-        return !absl::StrContains(replay, "event: job_scheduled") && replay.size() < (1 << 20);
-      });
+  (void)server_.Client(kViewerToken)
+      ->Stream(
+          {.target = "/api/v1/events/stream", .headers = {{"Last-Event-ID", std::to_string(last)}}},
+          nullptr, [&](std::string_view data) {
+            replay.append(data);
+            return !absl::StrContains(replay, "event: job_scheduled") && replay.size() < (1 << 20);
+          });
   EXPECT_TRUE(absl::StrContains(replay, absl::StrCat("id: ", last + 1, "\n"))) << replay;
 }
 
@@ -486,37 +485,33 @@ TEST_F(ControllerApiTest, EventStreamsCannotTakeEveryServerThread) {
   std::vector<std::thread> readers;
   for (int i = 0; i < 4; ++i) {
     readers.emplace_back([&] {
-      httplib::Client client("127.0.0.1", server_.port());
-      client.set_read_timeout(60);
-      httplib::Headers headers = {{"Authorization", absl::StrCat("Bearer ", kViewerToken)}};
-      client.Get(
-          "/api/v1/events/stream", headers,
-          [&](const httplib::Response& r) {
-            EXPECT_EQ(r.status, 200);
-            ++open;
-            return true;
-          },
-          [&](const char*, size_t) { return !stop.load(); });
+      (void)server_.Client(kViewerToken)
+          ->Stream(
+              {.target = "/api/v1/events/stream"},
+              [&](const RawReply& r) {
+                EXPECT_EQ(r.http_status, 200);
+                ++open;
+                return true;
+              },
+              [&](std::string_view) { return !stop.load(); });
     });
   }
   while (open < 4) std::this_thread::yield();
   // One more stream, hung up at its first chunk (so that without the limit this fails rather
   // than streams forever).
   auto one_more = [&] {
-    httplib::Client client("127.0.0.1", server_.port());
-    client.set_read_timeout(60);
-    httplib::Headers headers = {{"Authorization", absl::StrCat("Bearer ", kViewerToken)}};
     Reply r;
-    client.Get(
-        "/api/v1/events/stream", headers,
-        [&](const httplib::Response& res) {
-          r.status = res.status;
-          return true;
-        },
-        [&](const char* data, size_t n) {
-          r.body.append(data, n);
-          return r.status != 200;  // an error body is read whole; a stream is dropped
-        });
+    (void)server_.Client(kViewerToken)
+        ->Stream(
+            {.target = "/api/v1/events/stream"},
+            [&](const RawReply& head) {
+              r.status = head.http_status;
+              return true;
+            },
+            [&](std::string_view data) {
+              r.body.append(data);
+              return r.status != 200;  // an error body is read whole; a stream is dropped
+            });
     r.json = Json::parse(r.body, nullptr, false);
     return r;
   };
@@ -577,8 +572,8 @@ std::map<std::string, double> ParsePrometheus(const std::string& text) {
 
 TEST_F(ControllerApiTest, HealthReadinessAndMetrics) {
   EXPECT_EQ(server_.Get("/api/v1/healthz", "").status, 200);
-  int64_t id = server_.Submit(JobJson("m"));
-  ASSERT_GT(server_.Submit(JobJson("second", "nlp")), 0);
+  int64_t id = server_.Submit(SmallLeafSpineJob("m"));
+  ASSERT_GT(server_.Submit(SmallLeafSpineJob("second", "nlp")), 0);
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.Call("DELETE", Job(id)).status, 200);
   ASSERT_TRUE(server_.Sync().ok());
@@ -622,7 +617,7 @@ TEST_F(ControllerApiTest, HealthReadinessAndMetrics) {
 }
 
 TEST_F(ControllerApiTest, SwitchRestartIsRepairedInOnePass) {
-  int64_t id = server_.Submit(JobJson("r"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("r"));
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(id), "running");
   auto lf0 = server_.fabric().Get("lf0");
@@ -639,8 +634,8 @@ TEST_F(ControllerApiTest, SwitchRestartIsRepairedInOnePass) {
 }
 
 TEST_F(ControllerApiTest, RestartKeepsThePlanAndReconvergesTheSwitches) {
-  int64_t a = server_.Submit(JobJson("a"));
-  int64_t b = server_.Submit(JobJson("b", "nlp"));
+  int64_t a = server_.Submit(SmallLeafSpineJob("a"));
+  int64_t b = server_.Submit(SmallLeafSpineJob("b", "nlp"));
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(b), "running");
   Reply plan = server_.Get("/api/v1/plan");

@@ -21,7 +21,7 @@ using southbound::emulator::EmulatedSwitch;
 class EmulatedFabricTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    topology_ = SmallTopology();
+    topology_ = SmallLeafSpine();
     for (size_t i = 0; i < topology_.switches.size(); ++i) {
       southbound::emulator::EmulatedSwitchOptions options;
       options.listen_address = "127.0.0.1:0";
@@ -53,7 +53,7 @@ class EmulatedFabricTest : public ::testing::Test {
 };
 
 TEST_F(EmulatedFabricTest, JobLifecycleProgramsAndClearsTheSwitches) {
-  int64_t id = server_->Submit(JobJson("emulated"));
+  int64_t id = server_->Submit(SmallLeafSpineJob("emulated"));
   ASSERT_GT(id, 0);
   ASSERT_TRUE(server_->Sync().ok());
   ASSERT_EQ(server_->JobState(id), "running");

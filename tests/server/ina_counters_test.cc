@@ -41,7 +41,7 @@ class InaCountersTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(server_.Start().ok());
-    ASSERT_EQ(server_.PutTopology(SmallTopology()), 200);
+    ASSERT_EQ(server_.PutTopology(SmallLeafSpine()), 200);
     ASSERT_TRUE(server_.Sync().ok());  // creates the switch clients
   }
 
@@ -114,7 +114,7 @@ class InaCountersTest : public ::testing::Test {
 };
 
 TEST_F(InaCountersTest, RunningJobShowsPerSwitchCountersAndTotals) {
-  int64_t id = server_.Submit(JobJson("counted"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("counted"));
   ASSERT_GT(id, 0);
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(id), "running");
@@ -181,15 +181,16 @@ TEST_F(InaCountersTest, RunningJobShowsPerSwitchCountersAndTotals) {
   for (const auto& [sw, v] : per_switch) {
     const char* kinds[] = {"aggregated", "fallback", "preempted"};
     for (int k = 0; k < 3; ++k) {
-      std::string line = absl::StrCat("inac_ina_packets_total{job=\"", id, "\",switch=\"", sw,
-                                      "\",kind=\"", kinds[k], "\"} ", v[k], "\n");
+      // prometheus-cpp writes the labels in name order.
+      std::string line = absl::StrCat("inac_ina_packets_total{job=\"", id, "\",kind=\"", kinds[k],
+                                      "\",switch=\"", sw, "\"} ", v[k], "\n");
       EXPECT_TRUE(absl::StrContains(metrics, line)) << line << metrics;
     }
   }
 }
 
 TEST_F(InaCountersTest, FailingReadKeepsReconcilingAndShowsTheLastRead) {
-  int64_t id = server_.Submit(JobJson("first"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("first"));
   ASSERT_GT(id, 0);
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(id), "running");
@@ -208,7 +209,7 @@ TEST_F(InaCountersTest, FailingReadKeepsReconcilingAndShowsTheLastRead) {
   }
   for (const Aggregation& a : aggregations) SetCounters(a, id, 900, 9, 2);
   // Reconciliation goes on: a second job is programmed and runs, the first keeps running.
-  int64_t second = server_.Submit(JobJson("second"));
+  int64_t second = server_.Submit(SmallLeafSpineJob("second"));
   ASSERT_GT(second, 0);
   ASSERT_TRUE(server_.Sync().ok());
   EXPECT_EQ(server_.JobState(id), "running");
@@ -263,7 +264,7 @@ TEST_F(InaCountersTest, FailingReadKeepsReconcilingAndShowsTheLastRead) {
 }
 
 TEST_F(InaCountersTest, CountersOfAFinishedJobAreDropped) {
-  int64_t id = server_.Submit(JobJson("short"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("short"));
   ASSERT_GT(id, 0);
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(id), "running");
@@ -281,7 +282,7 @@ TEST_F(InaCountersTest, CountersOfAFinishedJobAreDropped) {
 }
 
 TEST_F(InaCountersTest, RingJobHasNoCounters) {
-  Json spec = JobJson("ring");
+  Json spec = SmallLeafSpineJob("ring");
   spec.erase("parameter_servers");
   spec["allreduce"] = "ring";
   int64_t id = server_.Submit(spec);
@@ -305,7 +306,7 @@ class InaCountersRateTest : public InaCountersTest {
 };
 
 TEST_F(InaCountersRateTest, ReadsAtMostOncePerPeriodPerSwitch) {
-  int64_t id = server_.Submit(JobJson("rated"));
+  int64_t id = server_.Submit(SmallLeafSpineJob("rated"));
   ASSERT_GT(id, 0);
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(id), "running");

@@ -13,7 +13,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/generators.h"
 
 namespace inac::server::testing {
 
@@ -96,25 +95,6 @@ std::vector<std::string> FakeFabric::ids() {
   return out;
 }
 
-core::Topology SmallTopology() {
-  core::GeneratorOptions gen;
-  gen.p4runtime_base_port = 50000;  // endpoints only; the fakes ignore the address
-  gen.aggregators = 4096;
-  auto topology = core::GenerateLeafSpine(2, 2, 2, gen);
-  if (!topology.ok()) std::abort();
-  return *topology;
-}
-
-Json JobJson(const std::string& name, const std::string& tenant, int64_t iterations) {
-  return Json{{"name", name},
-              {"tenant", tenant},
-              {"workers", {"h0_0", "h0_1"}},
-              {"parameter_servers", {"h1_0"}},
-              {"model", "ResNet50"},
-              {"iterations", iterations},
-              {"batch_size", 32}};
-}
-
 std::string Reply::code() const {
   if (json.is_object() && json.contains("error") && json["error"].is_object() &&
       json["error"].contains("code") && json["error"]["code"].is_string()) {
@@ -190,31 +170,33 @@ absl::Status TestServer::Restart() {
   return Start();
 }
 
+std::unique_ptr<ApiClient> TestServer::Client(const std::string& token) {
+  ApiClientOptions options;
+  options.server = absl::StrCat("http://127.0.0.1:", port_);
+  options.token = token;
+  options.timeout_ms = 60000;
+  auto client = ApiClient::Create(options);
+  if (!client.ok()) std::abort();  // the URL is always valid
+  return *std::move(client);
+}
+
 Reply TestServer::Call(const std::string& method, const std::string& path, const std::string& body,
                        const std::string& token,
                        const std::multimap<std::string, std::string>& headers) {
-  httplib::Client client("127.0.0.1", port_);
-  client.set_connection_timeout(10);
-  client.set_read_timeout(60);
-  client.set_write_timeout(60);
-  httplib::Request req;
-  req.method = method;
-  req.path = path;
-  for (const auto& [k, v] : headers) req.headers.emplace(k, v);
-  if (!token.empty()) req.headers.emplace("Authorization", absl::StrCat("Bearer ", token));
-  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
-    req.body = body;
-    if (!req.has_header("Content-Type")) req.headers.emplace("Content-Type", "application/json");
-  }
   Reply reply;
-  auto result = client.send(req);
-  if (!result) {
-    reply.error = httplib::to_string(result.error());
+  RawRequest request;
+  request.method = method;
+  request.target = path;
+  request.body = body;
+  request.headers.assign(headers.begin(), headers.end());
+  auto raw = Client(token)->SendRaw(request);
+  if (!raw.ok()) {
+    reply.error = std::string(raw.status().message());
     return reply;
   }
-  reply.status = result->status;
-  reply.body = result->body;
-  for (const auto& [k, v] : result->headers) reply.headers.emplace(k, v);
+  reply.status = raw->http_status;
+  reply.headers = std::move(raw->headers);
+  reply.body = std::move(raw->body);
   reply.json = Json::parse(reply.body, nullptr, false);
   return reply;
 }

@@ -1,10 +1,10 @@
 // Test harness for the server layer: a Controller over a temp-file SQLite database, switches that
 // are FakeSwitchClients shared with the test (or emulated P4Runtime switches), and the REST API
 // served on 127.0.0.1 port 0 by a thread of the test process. Requests go through a real TCP
-// connection (httplib::Client, or raw bytes for requests no client would send).
+// connection: the production client (server/api_client.h), or raw bytes on a socket for requests
+// no client would send (TestServer::Raw). The sample fabric and jobs are the shared ones
+// (tests/fixtures/).
 #pragma once
-
-#include <httplib.h>
 
 #include <map>
 #include <memory>
@@ -18,10 +18,13 @@
 #include "absl/status/status.h"
 #include "core/json.h"
 #include "core/topology.h"
+#include "server/api_client.h"
 #include "server/controller.h"
 #include "server/http_api.h"
 #include "southbound/testing/fake_switch_client.h"
 #include "storage/sqlite_storage.h"
+#include "tests/fixtures/sample_jobs.h"
+#include "tests/fixtures/sample_topologies.h"
 
 namespace inac::server::testing {
 
@@ -62,14 +65,13 @@ class FakeFabric {
   std::map<std::string, uint64_t> elections_;
 };
 
-// Leaf-spine with 2 leaves (lf0, lf1, INA-capable), 2 spines (sp0, sp1) and 2 hosts per leaf
-// (h0_0, h0_1 on lf0; h1_0, h1_1 on lf1); every switch has a P4Runtime endpoint.
-core::Topology SmallTopology();
+// The server tests' fabric and job (tests/fixtures/): leaf-spine lf0, lf1 (INA), sp0, sp1, hosts
+// h0_0, h0_1, h1_0, h1_1; the job's workers h0_0 and h0_1, PS h1_0, ResNet50.
+using fixtures::SmallLeafSpine;
+using fixtures::SmallLeafSpineJob;
 
-// A job spec body: workers h0_0 and h0_1, PS h1_0, ResNet50, batch 32.
-core::Json JobJson(const std::string& name, const std::string& tenant = "vision",
-                   int64_t iterations = 100);
-
+// One answer: an ApiClient::SendRaw reply (or a raw-socket one), its body parsed as core::Json
+// (key order as the server wrote it).
 struct Reply {
   int status = 0;     // 0: no HTTP answer (transport error, see `error`)
   std::string error;  // transport error
@@ -101,10 +103,15 @@ class TestServer {
   // Stop() then Start() over the same database file and fabric.
   absl::Status Restart();
 
-  // One request on a fresh connection. `token` empty: no Authorization header.
+  // One request on a fresh connection, through ApiClient::SendRaw: `path` as sent (e.g.
+  // "/api/v1/jobs" or "/metrics"), `body` as it is (Content-Type application/json unless
+  // `headers` names one). `token` empty: no Authorization header.
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const std::string& token = kAdminToken,
              const std::multimap<std::string, std::string>& headers = {});
+  // A client of this server's API with `token` (empty: no Authorization header) and a 60 s
+  // timeout, for what Call does not cover (ApiClient::Stream). Not thread-safe: one per thread.
+  std::unique_ptr<ApiClient> Client(const std::string& token = kAdminToken);
   Reply Get(const std::string& path, const std::string& token = kAdminToken) {
     return Call("GET", path, "", token);
   }

@@ -1,7 +1,6 @@
 #include "tests/system/harness.h"
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,7 +18,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/generators.h"
 #include "core/json.h"
 #include "southbound/entity_codec.h"
 #include "southbound/p4info_index.h"
@@ -224,12 +222,6 @@ std::string LogTail(const std::string& path, size_t max_bytes) {
 // ------------------------------------------------------------------------------------------------
 // Fabric and controller
 
-core::Topology LeafSpine(int leaves, int spines, int hosts_per_leaf) {
-  core::GeneratorOptions options;
-  options.aggregators = 4096;
-  return core::GenerateLeafSpine(leaves, spines, hosts_per_leaf, options).value();
-}
-
 absl::Status EmulatedFabric::Start(core::Topology* topology, const std::string& dir) {
   for (size_t i = 0; i < topology->switches.size(); ++i) {
     const std::string& id = topology->switches[i].id;
@@ -320,52 +312,49 @@ int ControllerProcess::Terminate() {
 // REST
 
 Rest::Rest(const std::string& host_port, absl::Duration timeout) {
-  auto colon = host_port.rfind(':');
-  client_ = std::make_unique<httplib::Client>(host_port.substr(0, colon),
-                                              std::stoi(host_port.substr(colon + 1)));
-  auto t = absl::ToChronoMilliseconds(timeout);
-  client_->set_connection_timeout(t);
-  client_->set_read_timeout(t);
-  client_->set_write_timeout(t);
-  client_->set_keep_alive(true);
+  server::ApiClientOptions options;
+  options.server = absl::StrCat("http://", host_port);
+  options.timeout_ms = static_cast<int>(absl::ToInt64Milliseconds(timeout));
+  options.keep_alive = true;
+  auto client = server::ApiClient::Create(options);
+  if (client.ok()) client_ = *std::move(client);
 }
 
 Rest::~Rest() = default;
 
-namespace {
-
-Response Convert(const httplib::Result& result) {
+Response Rest::Send(const std::string& method, const std::string& path, const std::string& body,
+                    const std::map<std::string, std::string>& headers) {
   Response r;
-  if (!result) return r;
-  r.status = result->status;
-  r.text = result->body;
-  if (!r.text.empty()) r.body = Json::parse(r.text, nullptr, /*allow_exceptions=*/false);
-  if (r.body.is_discarded()) r.body = Json();
+  if (!client_) return r;
+  server::RawRequest request;
+  request.method = method;
+  request.target = "/api/v1" + path;
+  request.body = body;
+  request.headers.assign(headers.begin(), headers.end());
+  auto reply = client_->SendRaw(request);
+  if (!reply.ok()) return r;
+  r.status = reply->http_status;
+  r.text = std::move(reply->body);
+  if (!reply->json.is_discarded()) r.body = std::move(reply->json);
   return r;
 }
 
-}  // namespace
-
-Response Rest::Get(const std::string& path) { return Convert(client_->Get("/api/v1" + path)); }
+Response Rest::Get(const std::string& path) { return Send("GET", path, ""); }
 
 Response Rest::Post(const std::string& path, const Json& body,
                     const std::map<std::string, std::string>& headers) {
-  httplib::Headers h;
-  for (const auto& [k, v] : headers) h.emplace(k, v);
-  return Convert(client_->Post("/api/v1" + path, h, body.dump(), "application/json"));
+  return Send("POST", path, body.dump(), headers);
 }
 
 Response Rest::Put(const std::string& path, const Json& body) {
-  return Convert(client_->Put("/api/v1" + path, body.dump(), "application/json"));
+  return Send("PUT", path, body.dump());
 }
 
 Response Rest::Patch(const std::string& path, const Json& body) {
-  return Convert(client_->Patch("/api/v1" + path, body.dump(), "application/json"));
+  return Send("PATCH", path, body.dump());
 }
 
-Response Rest::Delete(const std::string& path) {
-  return Convert(client_->Delete("/api/v1" + path));
-}
+Response Rest::Delete(const std::string& path) { return Send("DELETE", path, ""); }
 
 // ------------------------------------------------------------------------------------------------
 // Read-back
@@ -529,13 +518,6 @@ absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return absl::DeadlineExceededError(absl::StrCat("not converged: ", last));
-}
-
-Json JobBody(const std::string& name, const std::vector<std::string>& workers,
-             const std::vector<std::string>& ps, int priority) {
-  return Json{{"name", name},          {"tenant", "systest"},     {"priority", priority},
-              {"workers", workers},    {"parameter_servers", ps}, {"model", "ResNet50"},
-              {"iterations", 1000000}, {"batch_size", 32}};
 }
 
 }  // namespace inac::systest

@@ -10,7 +10,10 @@
 // - SwitchReader: reads a switch's INA state back over P4Runtime (wildcard Read, no
 //   arbitration) and compares it with a core::SwitchIntent translated by the production
 //   IntentTranslator.
-// - Rest: a cpp-httplib client for the controller's /api/v1.
+// - Rest: JSON calls to the controller's /api/v1 through the production client
+//   (server/api_client.h), whatever the answer's status.
+// - The sample fabric and jobs (LeafSpine, LongRunningJob) are the shared ones of
+//   tests/fixtures/.
 //
 // Everything binds 127.0.0.1 and picks ports with port 0. Every wait has a bound.
 //
@@ -40,12 +43,11 @@
 #include "core/plan.h"
 #include "core/topology.h"
 #include "nlohmann/json.hpp"
+#include "server/api_client.h"
 #include "southbound/intent_translator.h"
 #include "southbound/switch_session.h"
-
-namespace httplib {
-class Client;
-}
+#include "tests/fixtures/sample_jobs.h"
+#include "tests/fixtures/sample_topologies.h"
 
 namespace inac::systest {
 
@@ -115,9 +117,9 @@ class ChildProcess {
 // The last `max_bytes` of a log file (for failure messages).
 std::string LogTail(const std::string& path, size_t max_bytes = 4000);
 
-// A small fabric for the tests: leaf-spine, `leaves` x `spines`, `hosts_per_leaf` hosts per
-// leaf, INA on the leaves (core/generators.h), no p4runtime endpoints yet.
-core::Topology LeafSpine(int leaves, int spines, int hosts_per_leaf);
+// The fabric of the system tests: fixtures::LeafSpine (INA on the leaves, 4096 aggregators, no
+// p4runtime endpoints yet; EmulatedFabric::Start sets them).
+using fixtures::LeafSpine;
 
 class EmulatedFabric {
  public:
@@ -167,7 +169,9 @@ struct Response {
   std::string text;
 };
 
-// JSON over HTTP to one controller. Not thread-safe: one per thread.
+// JSON over HTTP to one controller's /api/v1 (`path` is below it), on one kept-alive connection
+// of a server::ApiClient (ApiClient::SendRaw: every status is an answer). Not thread-safe: one per
+// thread.
 class Rest {
  public:
   explicit Rest(const std::string& host_port, absl::Duration timeout = absl::Seconds(20));
@@ -180,7 +184,10 @@ class Rest {
   Response Delete(const std::string& path);
 
  private:
-  std::unique_ptr<httplib::Client> client_;
+  Response Send(const std::string& method, const std::string& path, const std::string& body,
+                const std::map<std::string, std::string>& headers = {});
+
+  std::unique_ptr<server::ApiClient> client_;  // null when host_port is not usable
 };
 
 // What one switch holds: canonical INA entities by key.
@@ -231,8 +238,8 @@ std::optional<ControllerView> FetchView(Rest& rest);
 absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
                                               absl::Duration timeout, int jobs = -1);
 
-// A job spec for the leaf-spine fabric: `workers` and `ps` are host ids.
-Json JobBody(const std::string& name, const std::vector<std::string>& workers,
-             const std::vector<std::string>& ps, int priority = 0);
+// The jobs of the system tests: fixtures::LongRunningJob (ResNet50, tenant "systest", runs until
+// cancelled).
+using fixtures::LongRunningJob;
 
 }  // namespace inac::systest

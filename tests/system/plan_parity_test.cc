@@ -22,20 +22,15 @@ TEST(PlanParityTest, InacPlanEqualsTheControllersPlan) {
   ASSERT_FALSE(dir.empty());
   ControllerProcess controller;
   ASSERT_TRUE(controller.Start(dir, "c", dir + "/inac.db", Json::object()).ok());
-  core::GeneratorOptions o;
-  o.ina = *core::ParseInaPlacement("all");
-  o.aggregators = 4096;
-  const core::Topology t = *core::GenerateLeafSpine(2, 2, 4, o);
+  const core::Topology t = LeafSpine(2, 2, 4, {.ina = core::InaPlacement::Kind::kAll});
   const std::string topology = WriteFile(dir + "/topo.json", core::TopologyToJson(t).dump());
   auto job = [](const std::string& name, std::vector<std::string> workers, const std::string& ps,
-                int64_t bytes) {
-    return Json{{"name", name},
-                {"workers", workers},
-                {"parameter_servers", {ps}},
-                {"gradient_bytes", bytes},
-                {"compute_ms", 10},
-                {"iterations", 100},
-                {"batch_size", 32}};
+                int64_t bytes) -> Json {
+    return fixtures::JobJson({.name = name,
+                              .workers = std::move(workers),
+                              .parameter_servers = {ps},
+                              .gradient_bytes = bytes,
+                              .compute_ms = 10});
   };
   const Json jobs = {{"jobs",
                       {job("a", {"h0_0", "h0_1", "h1_0", "h1_1"}, "h1_3", 4000000),

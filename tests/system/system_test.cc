@@ -39,8 +39,8 @@ std::string Host(int index) { return absl::StrCat("h", index / 4, "_", index % 4
 
 // Job i of a deterministic mix on the 16 hosts: two workers and one PS, on two or three leaves.
 Json MixJob(int i, const std::string& prefix = "job-") {
-  return JobBody(absl::StrCat(prefix, i), {Host(i % 16), Host((i + 5) % 16)}, {Host((i + 10) % 16)},
-                 i % 3);
+  return LongRunningJob(absl::StrCat(prefix, i), {Host(i % 16), Host((i + 5) % 16)},
+                        {Host((i + 10) % 16)}, i % 3);
 }
 
 class SystemTest : public ::testing::Test {
