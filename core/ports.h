@@ -16,8 +16,11 @@
 //   AlreadyExists       idempotency key reused with a different request body (a conflict)
 //   InvalidArgument     malformed arguments (negative limit, mismatching intent, ...)
 //   ResourceExhausted   disk full (SQLITE_FULL); nothing of the failed write is kept
-//   Unavailable         database busy or I/O error
-//   DataLoss            stored value that no longer decodes, or a corrupt file
+//   Unavailable         a storage fault: database busy, I/O error, the file corrupt, deleted,
+//                       replaced or read-only (Storage::Health); never the caller's fault, and a
+//                       write that returns it was not acknowledged
+//   DataLoss            stored value that no longer decodes
+//   PermissionDenied    only at open: the database file is not writable
 //
 // Thread safety: every implementation is safe to call from any thread; writes are serialised.
 //
@@ -254,6 +257,12 @@ class Storage : public SnapshotReader {
   virtual PlanStore& plans() = 0;
   virtual SwitchStateStore& switch_states() = 0;
   virtual EventLog& events() = 0;
+
+  // Whether the store can durably accept writes now: OK, or Unavailable naming the fault -- the
+  // database file was deleted or replaced since it was opened, is read-only, was found corrupt,
+  // or cannot be read. Cheap enough for a readiness probe (no scan, never writes); the
+  // controller's readiness (GET /readyz) reflects it. Pure virtual so that every store decides.
+  virtual absl::Status Health() = 0;
 };
 
 }  // namespace inac::core

@@ -524,6 +524,9 @@ bool Controller::LoopAlive() {
 }
 
 absl::Status Controller::Ready() {
+  if (absl::Status health = storage_->Health(); !health.ok()) {
+    return absl::UnavailableError(absl::StrCat("database: ", health.message()));
+  }
   auto last = storage_->events().LastSeq();
   if (!last.ok()) {
     return absl::UnavailableError(absl::StrCat("database: ", last.status().message()));

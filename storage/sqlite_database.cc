@@ -1,11 +1,15 @@
 #include "storage/sqlite_database.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
+#include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +22,15 @@ namespace inac::storage {
 namespace {
 
 constexpr char kMemory[] = ":memory:";
+
+// stat(2) of `path`: 0 and `st`, or the errno value.
+int StatPath(const std::string& path, struct stat* st) {
+  return stat(path.c_str(), st) == 0 ? 0 : errno;
+}
+
+int DefaultWritableCheck(const std::string& path) {
+  return access(path.c_str(), W_OK) == 0 ? 0 : errno;
+}
 
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -88,11 +101,15 @@ absl::StatusOr<SchemaProbe> ProbeSchema(SQLite::Database& db, const std::string&
 
 SqliteDatabase::SqliteDatabase(std::string path, std::unique_ptr<FileLock> lock,
                                std::unique_ptr<SQLite::Database> writer, int schema_version,
-                               int busy_timeout_ms)
+                               int busy_timeout_ms, FileId file_id, std::optional<FileId> wal_id,
+                               std::function<int(const std::string&)> writable_check)
     : path_(std::move(path)),
       in_memory_(path_ == kMemory),
       busy_timeout_ms_(busy_timeout_ms),
       schema_version_(schema_version),
+      file_id_(file_id),
+      wal_id_(wal_id),
+      writable_check_(std::move(writable_check)),
       lock_(std::move(lock)),
       writer_(std::move(writer)) {}
 
@@ -106,7 +123,22 @@ SqliteDatabase::~SqliteDatabase() {
     absl::MutexLock l(&write_mu_);
     writer_.reset();
   }
+  RemoveOrphanedWal();
   lock_.reset();
+}
+
+void SqliteDatabase::RemoveOrphanedWal() {
+  if (in_memory_ || !wal_id_) return;
+  struct stat st;
+  if (StatPath(path_, &st) == 0 && st.st_dev == file_id_.dev && st.st_ino == file_id_.ino) return;
+  // Our file was deleted or replaced. SQLite does not checkpoint or delete the WAL of a database
+  // file that moved, and the next opener of the path (a restarted controller) would apply our
+  // frames to whatever file is there now: a replacement, or a new empty database. Our frames
+  // belong to the deleted inode, which is gone once our connections are closed.
+  const std::string wal = path_ + "-wal";
+  if (StatPath(wal, &st) == 0 && st.st_dev == wal_id_->dev && st.st_ino == wal_id_->ino) {
+    unlink(wal.c_str());
+  }
 }
 
 absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::string& path,
@@ -140,22 +172,132 @@ absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::
   INAC_RETURN_IF_ERROR(ConfigureWriter(*writer, path, in_memory, options));
   INAC_RETURN_IF_ERROR(ApplyMigrations(*writer, path, probe.version,
                                        options.now_ms > 0 ? options.now_ms : SystemNowMs()));
-  return std::unique_ptr<SqliteDatabase>(new SqliteDatabase(
-      path, std::move(lock), std::move(writer), LatestSchemaVersion(), options.busy_timeout_ms));
+  // Step 6. The WAL exists from the first read of a WAL database on (ProbeSchema above) until the
+  // last connection closes; the writer stays open, so it is the same file for our lifetime.
+  FileId file_id;
+  std::optional<FileId> wal_id;
+  if (!in_memory) {
+    struct stat st;
+    if (int err = StatPath(path, &st); err != 0) {
+      return absl::UnavailableError(
+          absl::StrCat(path, ": cannot stat the database file after opening it: ", strerror(err)));
+    }
+    file_id = FileId{st.st_dev, st.st_ino};
+    if (StatPath(path + "-wal", &st) == 0) wal_id = FileId{st.st_dev, st.st_ino};
+  }
+  return std::unique_ptr<SqliteDatabase>(
+      new SqliteDatabase(path, std::move(lock), std::move(writer), LatestSchemaVersion(),
+                         options.busy_timeout_ms, file_id, wal_id, options.writable_check));
+}
+
+std::optional<std::string> SqliteDatabase::FileFault(bool writable) const {
+  if (in_memory_) return std::nullopt;
+  struct stat st;
+  if (int err = StatPath(path_, &st); err != 0) {
+    if (err == ENOENT) return std::string("database file was deleted while the controller ran");
+    return absl::StrCat("cannot stat the database file: ", strerror(err));
+  }
+  if (st.st_dev != file_id_.dev || st.st_ino != file_id_.ino) {
+    return absl::StrCat("database file was replaced while the controller ran (device:inode ",
+                        file_id_.dev, ":", file_id_.ino, " at open, now ", st.st_dev, ":",
+                        st.st_ino, ")");
+  }
+  if (wal_id_) {
+    const std::string wal = path_ + "-wal";
+    if (int err = StatPath(wal, &st); err != 0) {
+      if (err == ENOENT) {
+        return absl::StrCat("write-ahead log ", wal, " was deleted while the controller ran");
+      }
+      return absl::StrCat("cannot stat the write-ahead log ", wal, ": ", strerror(err));
+    }
+    if (st.st_dev != wal_id_->dev || st.st_ino != wal_id_->ino) {
+      return absl::StrCat("write-ahead log ", wal, " was replaced while the controller ran");
+    }
+  }
+  if (writable) {
+    int err = writable_check_ ? writable_check_(path_) : DefaultWritableCheck(path_);
+    if (err != 0) return absl::StrCat("database file is read-only (", strerror(err), ")");
+  }
+  return std::nullopt;
+}
+
+absl::Status SqliteDatabase::CheckFile() const {
+  std::optional<std::string> fault = FileFault(/*writable=*/true);
+  if (!fault) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(path_, ": ", *fault, "; restart the controller"));
+}
+
+void SqliteDatabase::NoteCorruption(const absl::Status& status) {
+  absl::MutexLock l(&corruption_mu_);
+  if (corruption_.ok()) corruption_ = status;
+}
+
+absl::Status SqliteDatabase::Health() {
+  if (in_memory_) return absl::OkStatus();
+  INAC_RETURN_IF_ERROR(CheckFile());
+  {
+    absl::MutexLock l(&corruption_mu_);
+    if (!corruption_.ok()) return corruption_;
+  }
+  constexpr char kAction[] = "health check";
+  try {
+    SQLite::Database db(path_, SQLite::OPEN_READONLY, busy_timeout_ms_);
+    db.exec("BEGIN");
+    int version = db.execAndGet("PRAGMA user_version").getInt();
+    db.execAndGet("SELECT count(*) FROM sqlite_master");
+    db.exec("COMMIT");
+    if (version != schema_version_) {
+      return absl::UnavailableError(absl::StrCat(path_, ": ", kAction, ": schema version is ",
+                                                 version, ", not ", schema_version_,
+                                                 " as at open; restart the controller"));
+    }
+    return absl::OkStatus();
+  } catch (const SQLite::Exception& e) {
+    absl::Status status = StatusFromException(e, path_, kAction, SqliteUse::kServing);
+    if (e.getErrorCode() != -1 && IsCorruption(e.getExtendedErrorCode())) NoteCorruption(status);
+    return status;
+  } catch (const std::exception& e) {
+    return StatusFromException(e, path_, kAction, SqliteUse::kServing);
+  }
 }
 
 absl::Status SqliteDatabase::RunTransaction(SQLite::Database& db, const char* begin,
-                                            absl::string_view action,
+                                            absl::string_view action, bool write,
                                             absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
-  absl::Status status = GuardSqlite(path_, action, [&]() -> absl::Status {
+  absl::Status status;
+  bool committed = false;
+  try {
     db.exec(begin);
-    INAC_RETURN_IF_ERROR(fn(db));
-    db.exec("COMMIT");
-    return absl::OkStatus();
-  });
+    status = fn(db);
+    if (status.ok() && write) {
+      if (std::optional<std::string> fault = FileFault(/*writable=*/true)) {
+        status = absl::UnavailableError(
+            absl::StrCat(path_, ": ", action, ": ", *fault,
+                         "; the change was not written; restart the controller"));
+      }
+    }
+    if (status.ok()) {
+      db.exec("COMMIT");
+      committed = true;
+    }
+  } catch (const SQLite::Exception& e) {
+    status = StatusFromException(e, path_, action, SqliteUse::kServing);
+    if (e.getErrorCode() != -1 && IsCorruption(e.getExtendedErrorCode())) NoteCorruption(status);
+  } catch (const std::exception& e) {
+    status = StatusFromException(e, path_, action, SqliteUse::kServing);
+  }
   if (!status.ok() && sqlite3_get_autocommit(db.getHandle()) == 0) {
     // Still inside the transaction (SQLite rolls back by itself on some errors, such as FULL).
     sqlite3_exec(db.getHandle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  if (committed && write) {
+    // Closes the window between the check above and the end of COMMIT: a commit into a file that
+    // is no longer the database is not durable, so it is not acknowledged either.
+    if (std::optional<std::string> fault = FileFault(/*writable=*/false)) {
+      status = absl::UnavailableError(absl::StrCat(path_, ": ", action, ": ", *fault,
+                                                   "; the change went to the old file and will "
+                                                   "be lost; restart the controller"));
+    }
   }
   return status;
 }
@@ -163,17 +305,17 @@ absl::Status SqliteDatabase::RunTransaction(SQLite::Database& db, const char* be
 absl::Status SqliteDatabase::Write(absl::string_view action,
                                    absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
   absl::MutexLock l(&write_mu_);
-  return RunTransaction(*writer_, "BEGIN IMMEDIATE", action, fn);
+  return RunTransaction(*writer_, "BEGIN IMMEDIATE", action, /*write=*/true, fn);
 }
 
 absl::Status SqliteDatabase::Read(absl::string_view action,
                                   absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
   if (in_memory_) {
     absl::MutexLock l(&write_mu_);
-    return RunTransaction(*writer_, "BEGIN", action, fn);
+    return RunTransaction(*writer_, "BEGIN", action, /*write=*/false, fn);
   }
   INAC_ASSIGN_OR_RETURN(std::unique_ptr<SQLite::Database> reader, TakeReader());
-  absl::Status status = RunTransaction(*reader, "BEGIN", action, fn);
+  absl::Status status = RunTransaction(*reader, "BEGIN", action, /*write=*/false, fn);
   ReturnReader(std::move(reader));
   return status;
 }
@@ -187,10 +329,25 @@ absl::StatusOr<std::unique_ptr<SQLite::Database>> SqliteDatabase::TakeReader() {
       return reader;
     }
   }
-  return GuardSqlite(
-      path_, "open reader", [&]() -> absl::StatusOr<std::unique_ptr<SQLite::Database>> {
-        return std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY, busy_timeout_ms_);
-      });
+  // A new connection opens whatever the path names now: never a file that is not ours (checked
+  // before, so that a foreign file is not even opened, and after, for a replacement in between).
+  if (std::optional<std::string> fault = FileFault(/*writable=*/false)) {
+    return absl::UnavailableError(
+        absl::StrCat(path_, ": open reader: ", *fault, "; restart the controller"));
+  }
+  INAC_ASSIGN_OR_RETURN(std::unique_ptr<SQLite::Database> reader,
+                        GuardSqlite(
+                            path_, "open reader",
+                            [&]() -> absl::StatusOr<std::unique_ptr<SQLite::Database>> {
+                              return std::make_unique<SQLite::Database>(
+                                  path_, SQLite::OPEN_READONLY, busy_timeout_ms_);
+                            },
+                            SqliteUse::kServing));
+  if (std::optional<std::string> fault = FileFault(/*writable=*/false)) {
+    return absl::UnavailableError(
+        absl::StrCat(path_, ": open reader: ", *fault, "; restart the controller"));
+  }
+  return reader;
 }
 
 void SqliteDatabase::ReturnReader(std::unique_ptr<SQLite::Database> reader) {

@@ -2,7 +2,11 @@
 // migrations, one serialised writer connection and a pool of reader connections.
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "absl/strings/string_view.h"
@@ -30,8 +34,23 @@ struct SqliteOptions {
   bool synchronous_full = true;
   // Time source for schema_version.applied_ms (Unix epoch ms); 0 uses the system clock.
   int64_t now_ms = 0;
+  // Test seam of the file check (SqliteDatabase::CheckFile): how it asks whether the database
+  // file is writable; returns 0 or an errno value. Empty: access(path, W_OK). Tests use it to
+  // simulate a read-only filesystem (EROFS), which they cannot mount, even as root (for whom
+  // chmod 0444 changes nothing).
+  std::function<int(const std::string& path)> writable_check;
 };
 
+// Storage faults (issue 14). At open the database records the identity (st_dev, st_ino) of its
+// file and of its write-ahead log "<path>-wal". Every write transaction checks, just before its
+// COMMIT and again just after, that the path still names that file, the WAL is still that WAL, and
+// the file is writable (CheckFile: three system calls). A write that fails the first check is
+// rolled back; one that fails the second committed into a file that is no longer the database. In
+// both cases it returns Unavailable and so is never acknowledged. Reads keep working on the open
+// connections (they see what was written); a new reader connection checks the identity too.
+// Deleting "<path>-shm" or "<path>.lock", and overwriting the file in place (same inode, e.g.
+// `cp other.db inac.db`), are not detected.
+//
 // Thread safety: all methods may be called from any thread. Writes are serialised by a mutex on
 // the single writer connection; reads use their own connections (for ":memory:" there is only the
 // writer connection, and reads take the writer mutex too).
@@ -46,41 +65,79 @@ class SqliteDatabase {
   //      has a newer schema version than LatestSchemaVersion() -- in all three cases the file is
   //      left exactly as it was;
   //   4. sets WAL, synchronous=FULL, foreign_keys=ON, busy_timeout;
-  //   5. applies each missing migration in its own transaction.
+  //   5. applies each missing migration in its own transaction;
+  //   6. records the identity of the file and of its WAL.
   // Every error message names the file.
   static absl::StatusOr<std::unique_ptr<SqliteDatabase>> Open(const std::string& path,
                                                               const SqliteOptions& options = {});
+  // Closes the connections, then releases the lock. If path() no longer names the file opened
+  // (deleted or replaced), also deletes our WAL "<path>-wal" (when it is still ours): SQLite
+  // leaves the WAL of a moved file in place, and the next opener would apply it to the file now
+  // at the path. Its frames belong to the deleted file, which is gone with our connections.
   ~SqliteDatabase();
 
   const std::string& path() const { return path_; }
   int schema_version() const { return schema_version_; }
 
   // Runs `fn` in one write transaction (BEGIN IMMEDIATE) on the writer connection and commits if
-  // it returns OK; otherwise (error status, or an exception, converted by StatusFromException)
-  // rolls back and returns that status. `action` names the operation in error messages.
+  // it returns OK and CheckFile passes; otherwise (error status, exception converted by
+  // StatusFromException, or a file fault) rolls back and returns that status. Unavailable, after
+  // the commit, when CheckFile fails then (see "Storage faults"). `action` names the operation in
+  // error messages.
   absl::Status Write(absl::string_view action,
                      absl::FunctionRef<absl::Status(SQLite::Database&)> fn);
   // Runs `fn` in one read transaction: everything it reads comes from one snapshot.
   absl::Status Read(absl::string_view action,
                     absl::FunctionRef<absl::Status(SQLite::Database&)> fn);
 
+  // OK when path() still names the file opened at Open, "<path>-wal" the WAL recorded then, and
+  // the file is writable; otherwise Unavailable saying which ("was deleted", "was replaced",
+  // "is read-only"). Only system calls (stat, stat, access), no SQLite. Always OK for ":memory:".
+  absl::Status CheckFile() const;
+
+  // Whether the database can durably accept writes now (core::Storage::Health): CheckFile, then
+  // Unavailable if any connection has reported the file corrupt (SQLITE_CORRUPT / NOTADB; sticky
+  // until the database is closed: corruption does not heal), then one small read (schema version
+  // and schema) on a fresh read-only connection -- what a restarted controller would read first.
+  // Never writes. About 0.1 ms.
+  absl::Status Health();
+
  private:
+  struct FileId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+  };
   SqliteDatabase(std::string path, std::unique_ptr<FileLock> lock,
-                 std::unique_ptr<SQLite::Database> writer, int schema_version, int busy_timeout_ms);
+                 std::unique_ptr<SQLite::Database> writer, int schema_version, int busy_timeout_ms,
+                 FileId file_id, std::optional<FileId> wal_id,
+                 std::function<int(const std::string&)> writable_check);
   absl::StatusOr<std::unique_ptr<SQLite::Database>> TakeReader();
   void ReturnReader(std::unique_ptr<SQLite::Database> reader);
   absl::Status RunTransaction(SQLite::Database& db, const char* begin, absl::string_view action,
-                              absl::FunctionRef<absl::Status(SQLite::Database&)> fn);
+                              bool write, absl::FunctionRef<absl::Status(SQLite::Database&)> fn);
+  // What is wrong with the file ("was deleted while the controller ran", ...), or nullopt.
+  // `writable`: also ask whether it is writable.
+  std::optional<std::string> FileFault(bool writable) const;
+  // After the connections are closed: deletes "<path>-wal" if it is still our WAL but path() no
+  // longer names our file (see ~SqliteDatabase).
+  void RemoveOrphanedWal();
+  // Remembers the first corruption an SQLite call reported (for Health).
+  void NoteCorruption(const absl::Status& status);
 
   const std::string path_;
   const bool in_memory_;
   const int busy_timeout_ms_;
   const int schema_version_;
-  std::unique_ptr<FileLock> lock_;  // null for ":memory:"
+  const FileId file_id_;                // meaningless for ":memory:"
+  const std::optional<FileId> wal_id_;  // nullopt: no WAL file existed after open (not checked)
+  const std::function<int(const std::string&)> writable_check_;  // empty: access(W_OK)
+  std::unique_ptr<FileLock> lock_;                               // null for ":memory:"
   absl::Mutex write_mu_;
   std::unique_ptr<SQLite::Database> writer_ ABSL_GUARDED_BY(write_mu_);
   absl::Mutex readers_mu_;
   std::vector<std::unique_ptr<SQLite::Database>> idle_readers_ ABSL_GUARDED_BY(readers_mu_);
+  absl::Mutex corruption_mu_;
+  absl::Status corruption_ ABSL_GUARDED_BY(corruption_mu_);
 };
 
 // Reads `PRAGMA user_version` and the number of schema objects of `db` without writing.

@@ -144,6 +144,8 @@ class SqliteStorage final : public core::Storage {
   core::SwitchStateStore& switch_states() override { return switch_states_; }
   core::EventLog& events() override { return events_; }
   absl::StatusOr<core::Snapshot> ReadSnapshot() override;
+  // SqliteDatabase::Health: file identity and writability, corruption seen, one small read.
+  absl::Status Health() override { return db_->Health(); }
 
   SqliteDatabase& database() { return *db_; }
 

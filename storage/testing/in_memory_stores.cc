@@ -184,8 +184,8 @@ class PlanStoreImpl final : public core::PlanStore, Base {
   }
 
   absl::StatusOr<int64_t> SaveLocked(const core::Plan& plan,
-                                     const std::vector<core::SwitchIntent>& intents,
-                                     int64_t now_ms, const std::vector<core::Event>& events,
+                                     const std::vector<core::SwitchIntent>& intents, int64_t now_ms,
+                                     const std::vector<core::Event>& events,
                                      std::function<void()>* hook) {
     absl::MutexLock l(mu_);
     INAC_RETURN_IF_ERROR(CheckInjected(*s_));
@@ -346,6 +346,16 @@ void InMemoryStorage::FailNextWrites(absl::Status status, int count) {
   absl::MutexLock l(&mu_);
   state_.injected_error = std::move(status);
   state_.injected_count = count;
+}
+
+void InMemoryStorage::SetHealth(absl::Status status) {
+  absl::MutexLock l(&mu_);
+  state_.health = std::move(status);
+}
+
+absl::Status InMemoryStorage::Health() {
+  absl::MutexLock l(&mu_);
+  return state_.health;
 }
 
 void InMemoryStorage::AfterPlanSave(std::function<void()> hook) {

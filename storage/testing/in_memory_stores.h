@@ -32,9 +32,16 @@ class InMemoryStorage final : public core::Storage {
   core::EventLog& events() override;
   absl::StatusOr<core::Snapshot> ReadSnapshot() override;
 
+  // OK unless SetHealth set a fault. Not tied to FailNextWrites: that one models single failed
+  // writes (a transient fault), this one the state of the store (what readiness reports), so a
+  // test of an error path does not also change readiness while its injected writes are pending.
+  absl::Status Health() override;
+
   // Fault injection for tests of callers: the next `count` write calls (of any store) return
   // `status` and change nothing. Reads are unaffected.
   void FailNextWrites(absl::Status status, int count = 1);
+  // Fault injection for readiness: Health() returns `status` until set again (OK clears it).
+  void SetHealth(absl::Status status);
   // Runs `hook` after every successful plans().Save, once the save committed (outside the store's
   // lock, so the hook may call the stores): a test's way to interleave a command with the
   // controller loop deterministically. An empty hook removes it.
@@ -53,6 +60,7 @@ class InMemoryStorage final : public core::Storage {
     int64_t last_seq = 0;
     absl::Status injected_error;
     int injected_count = 0;
+    absl::Status health;
     std::function<void()> after_plan_save;
   };
   class Stores;
