@@ -2,9 +2,10 @@
 // storage (JSON columns), server (REST bodies) and the CLI (files). Field names are snake_case;
 // the formats are documented in docs/formats.md.
 //
-// Decoders are strict: unknown fields, wrong types and missing required fields are reported as
-// Problems with JSON paths, never thrown. Encoders are total. Decode(Encode(x)) == x for every
-// valid value (round-trip tested).
+// Decoders are strict: repeated keys, unknown fields, wrong types and missing required fields are
+// reported as Problems with JSON paths, never thrown; the limits on values are checked by
+// core/validation.h (ParseTopology and ParseJobsFile do both). Encoders are total.
+// Decode(Encode(x)) == x for every valid value (round-trip tested).
 #pragma once
 
 #include <optional>
@@ -25,7 +26,13 @@ namespace inac::core {
 // Insertion-ordered so documents print in their natural order (switches, hosts, links).
 using Json = nlohmann::ordered_json;
 
-// Parses text as JSON; a syntax error becomes one Problem (path empty, message with the offset).
+// Parses text as strict JSON (RFC 8259 plus two rules the RFC leaves open): a key repeated in one
+// object, at any depth, and nesting of arrays and objects deeper than kMaxJsonDepth
+// (core/validation.h) are refused. Returns nullopt and appends one Problem on any refusal: a
+// syntax error (path empty, message "malformed JSON: ..." with the offset; this includes numbers
+// that overflow a double), a repeated key (path of the key, e.g. "links[3].gbps", message
+// `duplicate key "gbps"`) or too deep a nesting (path of the container that is one too deep).
+// Time and memory are linear in the text, whatever its shape.
 std::optional<Json> ParseJsonText(std::string_view text, std::vector<Problem>* problems);
 
 // --- Topology ---
@@ -40,7 +47,8 @@ Json JobSpecToJson(const JobSpec& spec);
 // Decodes one job spec; `path` prefixes problem paths. A `model` fills gradient_bytes and
 // compute_ms when they are absent. `allreduce` defaults to "ring" when parameter_servers is empty.
 JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<Problem>* problems);
-// A job file: {"jobs": [JobSpec...]}. Validated against `topology` when non-null.
+// A job file: {"jobs": [JobSpec...]}, 1 to kMaxJobsPerFile jobs. Validated against `topology`
+// when non-null.
 std::optional<std::vector<JobSpec>> ParseJobsFile(std::string_view text, const Topology* topology,
                                                   std::vector<Problem>* problems);
 Json JobsFileToJson(const std::vector<JobSpec>& specs);
