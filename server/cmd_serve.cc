@@ -205,18 +205,19 @@ int Serve(const ServeArgs& args) {
 
   Controller controller(storage->get(), P4RuntimeSwitchClientFactory(), SystemClockMs,
                         config.controller);
-  if (auto s = controller.Start(); !s.ok()) {
-    std::cerr << "inac: " << s.message() << "\n";
-    return kExitBadInput;
-  }
   HttpApiOptions http_options;
   http_options.tokens = config.tokens;
   HttpApi api(&controller, http_options);
+  // The address first: a second controller started on a taken address must exit before its loop
+  // touches a switch.
   auto bound = api.Bind(host, port);
   if (!bound.ok()) {
     std::cerr << "inac: " << bound.status().message() << "\n";
-    controller.Stop();
     return kExitFailure;
+  }
+  if (auto s = controller.Start(); !s.ok()) {
+    std::cerr << "inac: " << s.message() << "\n";
+    return kExitBadInput;
   }
   std::string base = absl::StrCat("http://", host, ":", *bound, "/api/v1");
   // Tests read this line to find the port.

@@ -3,19 +3,13 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <thread>
-
-#include <array>
-#include <atomic>
-#include <cmath>
-#include <map>
 #include <regex>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "server/config.h"
@@ -120,12 +114,15 @@ using rest::SendError;
 
 namespace {
 
-// The token a request presents, or nullptr (the pre-routing handler has answered 401 for a
-// missing or unknown one, except on public routes).
+// The token a request presents (Authorization: Bearer, scheme case-insensitive per RFC 7235
+// section 2.1), or nullptr.
 const ApiToken* Presenter(const std::vector<ApiToken>& tokens, const httplib::Request& req) {
   const std::string header = req.get_header_value("Authorization");
   const std::string prefix = "Bearer ";
-  if (header.size() <= prefix.size()) return nullptr;
+  if (header.size() <= prefix.size() ||
+      !absl::EqualsIgnoreCase(absl::string_view(header).substr(0, prefix.size()), prefix)) {
+    return nullptr;
+  }
   std::string_view presented = std::string_view(header).substr(prefix.size());
   const ApiToken* who = nullptr;
   for (const ApiToken& t : tokens) {
@@ -134,11 +131,39 @@ const ApiToken* Presenter(const std::vector<ApiToken>& tokens, const httplib::Re
   return who;
 }
 
+// The host part of a Host header or an Origin's authority: "[::1]:8080" -> "::1",
+// "localhost:80" -> "localhost".
+std::string HostOf(absl::string_view authority) {
+  if (absl::StartsWith(authority, "[")) {
+    const size_t close = authority.find(']');
+    return std::string(authority.substr(1, close == absl::string_view::npos ? close : close - 1));
+  }
+  return std::string(authority.substr(0, authority.find(':')));
+}
+
+bool IsJsonContentType(const std::string& value) {
+  // "application/json", optionally with parameters ("; charset=utf-8").
+  absl::string_view type = absl::string_view(value).substr(0, value.find(';'));
+  return absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(type), "application/json");
+}
+
 }  // namespace
 
+// One registered route: the table's entry and its compiled path.
+struct HttpApi::Route {
+  rest::RouteEntry entry;
+  std::regex pattern;
+};
+
 HttpApi::HttpApi(ApiServices services, HttpApiOptions options)
-    : services_(services), options_(std::move(options)), server_(new httplib::Server) {
+    : services_(services), options_(std::move(options)) {
   Routes();
+  HttpServerOptions server = options_.server;
+  server.workers = options_.threads;
+  server.max_body_bytes = options_.max_body_bytes;
+  server_ = std::make_unique<HttpServer>(
+      server, [this](httplib::Request& req, httplib::Response& res) { Handle(req, res); },
+      [this](const httplib::Request& req, httplib::Response& res) { return Admit(req, res); });
 }
 
 HttpApi::HttpApi(Controller* controller, HttpApiOptions options)
@@ -153,96 +178,19 @@ absl::StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
                      " without API tokens (every request would be allowed); configure tokens or "
                      "listen on a loopback address"));
   }
-  if (port == 0) {
-    int bound = server_->bind_to_any_port(host.c_str());
-    if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot bind ", host));
-    return bound;
-  }
-  if (!server_->bind_to_port(host.c_str(), port)) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot bind ", host, ":", port, " (address in use or not local)"));
-  }
-  return port;
+  return server_->Bind(host, port);
 }
 
-void HttpApi::Serve() {
-  serving_ = true;
-  if (!stop_requested_) server_->listen_after_bind();
-  serving_ = false;
-}
+void HttpApi::Serve() { server_->Serve(); }
 
 void HttpApi::Stop() {
-  if (!server_) return;
-  stop_requested_ = true;
-  // Either Serve() sees stop_requested_ and never listens, or it is serving: wait until its
-  // accept loop runs (or it returned), so that stop() closes the listening socket.
-  while (serving_ && !server_->is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  server_->stop();
+  if (server_) server_->Stop();
 }
 
+HttpServerStats HttpApi::stats() const { return server_->stats(); }
+
 void HttpApi::Routes() {
-  httplib::Server& s = *server_;
-  // The route table: every route is first recorded here in OpenAPI form ("/jobs/{id}"); the
-  // loop at the end of this function registers exactly these, and routes() reports them (the
-  // OpenAPI contract test compares that list with api/openapi.yaml).
   rest::RouteTable table;
-  s.set_payload_max_length(options_.max_body_bytes);
-  // Responses leave in two writes (headers, body): without TCP_NODELAY, Nagle holds the body until
-  // the client's delayed ACK, ~40 ms per request on a keep-alive connection. cpp-httplib closes a
-  // keep-alive connection after 5 requests by default; with several clients their reconnections
-  // overflow its listen backlog (5) and a dropped SYN costs a 1 s retransmission.
-  s.set_tcp_nodelay(true);
-  s.set_keep_alive_max_count(1000);
-  int threads = options_.threads;
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("event=http_exception error=\"{}\"", what);
-        SendError(res, 500, "internal", "internal error");
-      });
-  s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    spdlog::debug("event=http method={} path={} status={}", req.method, req.path, res.status);
-  });
-
-  // ---- Authentication: a pre-routing handler checks the token (401); each route then checks
-  // that the token's role may call it (403, RouteEntry::access).
-  auto tokens = options_.tokens;
-  s.set_pre_routing_handler([tokens](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/api/v1/healthz" || req.path == "/api/v1/readyz") {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    if (tokens.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string header = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    // The scheme is case-insensitive (RFC 7235 section 2.1).
-    if (header.size() <= prefix.size() ||
-        !absl::EqualsIgnoreCase(absl::string_view(header).substr(0, prefix.size()), prefix)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      SendError(res, 401, "unauthenticated", "missing bearer token (Authorization: Bearer ...)");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    std::string_view presented = std::string_view(header).substr(prefix.size());
-    const ApiToken* who = nullptr;
-    for (const ApiToken& t : tokens) {
-      if (ConstantTimeEquals(presented, t.token) && !who) who = &t;
-    }
-    if (!who) {
-      res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
-      SendError(res, 401, "unauthenticated", "unknown bearer token");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // Authorization is the route's (RouteEntry::access, checked before its body is read).
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
   // ---- The resources, one per collection (server/rest_resources.h).
   rest::HealthResource(services_.health).Register(table);
   rest::TopologyResource(services_.topology).Register(table);
@@ -251,157 +199,153 @@ void HttpApi::Routes() {
   rest::PlanResource(services_.plans).Register(table);
   rest::EventsResource(services_.events, services_.health, std::max(1, options_.threads / 2))
       .Register(table);
-
-  // ---- Registration: exactly the table above.
-  size_t max_body = options_.max_body_bytes;
-  auto patterns = std::make_shared<std::vector<std::pair<std::string, std::regex>>>();
-  for (rest::RouteEntry& route : table.entries()) {
-    std::string pattern = "/api/v1" + route.path;
+  for (rest::RouteEntry& entry : table.entries()) {
+    std::string pattern = "/api/v1" + entry.path;
     auto brace = pattern.find("{id}");
     if (brace != std::string::npos) {
       // Job ids are integers below 10^18 (so they always fit an int64_t); other ids are one path
       // segment.
-      bool job = route.path.rfind("/jobs/{id}", 0) == 0;
+      bool job = entry.path.rfind("/jobs/{id}", 0) == 0;
       pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([^/]+))");
     }
-    const std::string& m = route.method;
-    // The route's handler, timed into the request-latency histogram (by method, route, status).
-    BodyHandler h = [inner = std::move(route.handler), metrics = services_.health->metrics(),
-                     method = route.method,
-                     path = route.path](const httplib::Request& req, const std::string& body,
-                                        httplib::Response& res) {
-      const auto start = std::chrono::steady_clock::now();
-      inner(req, body, res);
-      if (metrics != nullptr) {
-        metrics->ObserveHttp(
-            method, path, res.status,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (entry.method != "GET" && entry.method != "DELETE" && entry.method != "PUT" &&
+        entry.method != "POST" && entry.method != "PATCH") {
+      spdlog::critical("event=bad_route method={} path={}", entry.method, entry.path);
+      std::abort();  // a programming error in a resource's table
+    }
+    routes_.push_back(entry.method + " " + entry.path);
+    routes_table_.push_back(Route{std::move(entry), std::regex(pattern)});
+  }
+}
+
+const HttpApi::Route* HttpApi::Match(const httplib::Request& req, httplib::Response& res,
+                                     httplib::Match* matches) const {
+  std::string allow;
+  for (const Route& r : routes_table_) {
+    httplib::Match m;
+    if (!std::regex_match(req.path, m, r.pattern)) continue;
+    if (r.entry.method == req.method) {
+      if (matches != nullptr) *matches = m;
+      return &r;
+    }
+    absl::StrAppend(&allow, allow.empty() ? "" : ", ", r.entry.method);
+  }
+  if (!allow.empty()) {
+    res.set_header("Allow", allow);
+    SendError(res, 405, "method_not_allowed",
+              absl::StrCat("no route ", req.method, " ", req.path, " (allowed: ", allow, ")"));
+  } else {
+    SendError(res, 404, "not_found", absl::StrCat("no route ", req.method, " ", req.path));
+  }
+  return nullptr;
+}
+
+bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
+  const bool open = options_.tokens.empty();
+  // Without tokens every request is allowed, so only a page the user opened on this machine may
+  // send one: a Host that is not loopback is a DNS-rebinding attempt, and a cross-site Origin a
+  // page of another site (browsers send Origin on every cross-site POST, PUT, PATCH, DELETE).
+  if (open) {
+    const std::string host = HostOf(req.get_header_value("Host"));
+    if (req.has_header("Host") && !IsLoopbackHost(host)) {
+      SendError(res, 403, "permission_denied",
+                absl::StrCat("Host \"", req.get_header_value("Host"),
+                             "\" is not a loopback name; without API tokens only loopback "
+                             "clients are served"),
+                "Host");
+      return false;
+    }
+    if (req.has_header("Origin")) {
+      const std::string origin = req.get_header_value("Origin");
+      const size_t scheme = origin.find("://");
+      const bool loopback = scheme != std::string::npos &&
+                            IsLoopbackHost(HostOf(absl::string_view(origin).substr(scheme + 3)));
+      if (!loopback) {
+        SendError(res, 403, "permission_denied",
+                  absl::StrCat("Origin \"", origin,
+                               "\" is not a loopback page; without API tokens cross-site requests "
+                               "are refused"),
+                  "Origin");
+        return false;
       }
-    };
-    // Authorization, before the body is read: the token's role against the route's access.
-    auto allowed = [tokens = options_.tokens, jobs = services_.jobs, access = route.access,
-                    workers = route.tenant_workers](const httplib::Request& req,
-                                                    httplib::Response& res) {
-      if (tokens.empty() || access == Access::kPublic) return true;
-      const ApiToken* who = Presenter(tokens, req);
-      if (who == nullptr) return false;  // answered 401 before routing
+    }
+  }
+  const Route* route = Match(req, res, nullptr);
+  if (route == nullptr) return false;
+  const Access access = route->entry.access;
+  if (!open && access != Access::kPublic) {
+    const ApiToken* who = Presenter(options_.tokens, req);
+    if (who == nullptr) {
+      const bool presented = !req.get_header_value("Authorization").empty();
+      res.set_header("WWW-Authenticate", presented ? "Bearer error=\"invalid_token\"" : "Bearer");
+      SendError(
+          res, 401, "unauthenticated",
+          presented ? "unknown bearer token" : "missing bearer token (Authorization: Bearer ...)");
+      return false;
+    }
+    bool ok = false;
+    switch (who->role) {
+      case Role::kAdmin:
+        ok = true;
+        break;
+      case Role::kOperator:
+        ok = access == Access::kRead || access == Access::kOperate;
+        break;
+      case Role::kViewer:
+        ok = access == Access::kRead;
+        break;
+      case Role::kWorker:
+        ok = route->entry.tenant_workers;  // the job's tenant is checked by Handle
+        break;
+    }
+    if (!ok) {
+      SendError(res, 403, "permission_denied",
+                absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", req.path));
+      return false;
+    }
+  }
+  // Bodies are JSON: a form or text/plain body (what a page may send cross-site without a
+  // preflight) is refused before it is read.
+  const bool has_body =
+      req.has_header("Transfer-Encoding") ||
+      (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+  if (has_body && !IsJsonContentType(req.get_header_value("Content-Type"))) {
+    SendError(res, 415, "unsupported_media_type",
+              absl::StrCat("Content-Type must be application/json, not \"",
+                           req.get_header_value("Content-Type"), "\""),
+              "Content-Type");
+    return false;
+  }
+  return true;
+}
+
+void HttpApi::Handle(httplib::Request& req, httplib::Response& res) {
+  const Route* route = Match(req, res, &req.matches);
+  if (route == nullptr) return;  // Admit answered; cannot happen for an admitted request
+  // A worker token: only the jobs of its tenant (unknown ids answer 404 through the route).
+  if (!options_.tokens.empty() && route->entry.access != Access::kPublic) {
+    const ApiToken* who = Presenter(options_.tokens, req);
+    if (who != nullptr && who->role == Role::kWorker) {
+      int64_t id = 0;
       bool ok = false;
-      switch (who->role) {
-        case Role::kAdmin:
-          ok = true;
-          break;
-        case Role::kOperator:
-          ok = access == Access::kRead || access == Access::kOperate;
-          break;
-        case Role::kViewer:
-          ok = access == Access::kRead;
-          break;
-        case Role::kWorker:
-          if (workers && req.matches.size() > 1) {
-            int64_t id = 0;
-            // Unknown ids answer 404 through the route itself.
-            if (absl::SimpleAtoi(req.matches[1].str(), &id)) {
-              auto job = jobs->GetJob(id);
-              ok = !job.ok() || job->spec.tenant == who->tenant;
-            }
-          }
-          break;
+      if (req.matches.size() > 1 && absl::SimpleAtoi(req.matches[1].str(), &id)) {
+        auto job = services_.jobs->GetJob(id);
+        ok = !job.ok() || job->spec.tenant == who->tenant;
       }
       if (!ok) {
         SendError(res, 403, "permission_denied",
                   absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", req.path));
+        return;
       }
-      return ok;
-    };
-    // Without a body (no Content-Length or 0, and not chunked) httplib calls the plain handler.
-    httplib::Server::Handler plain = [h, allowed](const httplib::Request& req,
-                                                  httplib::Response& res) {
-      if (allowed(req, res)) h(req, req.body, res);
-    };
-    // With one, the body is streamed to this reader so that the size limit holds for chunked
-    // bodies too (httplib enforces it for Content-Length only). An oversized body is drained,
-    // not kept, so the connection stays in step, and answered 413.
-    httplib::Server::HandlerWithContentReader streamed =
-        [h, max_body, allowed](const httplib::Request& req, httplib::Response& res,
-                               const httplib::ContentReader& reader) {
-          if (!allowed(req, res)) {
-            res.set_header("Connection", "close");  // the body is not read
-            return;
-          }
-          std::string body;
-          bool too_large = false;
-          bool read = reader([&](const char* data, size_t n) {
-            if (too_large || body.size() + n > max_body) {
-              too_large = true;
-              body.clear();
-              return true;
-            }
-            body.append(data, n);
-            return true;
-          });
-          if (too_large || res.status == 413) {
-            res.set_header("Connection", "close");
-            return SendError(res, 413, "payload_too_large",
-                             absl::StrCat("request body is larger than ", max_body, " bytes"));
-          }
-          if (!read) {
-            res.set_header("Connection", "close");
-            return rest::BadRequest(res, "the request body could not be read");
-          }
-          h(req, body, res);
-        };
-    if (m == "GET") {
-      s.Get(pattern, std::move(plain));
-    } else if (m == "DELETE") {
-      s.Delete(pattern, std::move(plain));
-    } else if (m == "PUT") {
-      s.Put(pattern, std::move(plain));
-      s.Put(pattern, std::move(streamed));
-    } else if (m == "POST") {
-      s.Post(pattern, std::move(plain));
-      s.Post(pattern, std::move(streamed));
-    } else if (m == "PATCH") {
-      s.Patch(pattern, std::move(plain));
-      s.Patch(pattern, std::move(streamed));
-    } else {
-      spdlog::critical("event=bad_route method={} path={}", m, route.path);
-      std::abort();  // a programming error in the table above
     }
-    routes_.push_back(m + " " + route.path);
-    patterns->emplace_back(m, std::regex(pattern));
   }
-
-  // ---- Errors httplib produces itself (no route, bad request line, body too large, ...).
-  s.set_error_handler([patterns, max_body](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404) {
-      // A path that exists with other methods: 405 with Allow.
-      std::string allow;
-      for (const auto& [method, re] : *patterns) {
-        if (std::regex_match(req.path, re))
-          absl::StrAppend(&allow, allow.empty() ? "" : ", ", method);
-      }
-      if (!allow.empty()) {
-        res.set_header("Allow", allow);
-        return SendError(
-            res, 405, "method_not_allowed",
-            absl::StrCat("no route ", req.method, " ", req.path, " (allowed: ", allow, ")"));
-      }
-      return SendError(res, 404, "not_found", absl::StrCat("no route ", req.method, " ", req.path));
-    }
-    switch (res.status) {
-      case 413:
-        return SendError(res, 413, "payload_too_large",
-                         absl::StrCat("request body is larger than ", max_body, " bytes"));
-      case 414:
-        return SendError(res, 414, "uri_too_long", "request URI is too long");
-      case 400:
-        return SendError(res, 400, "invalid_argument", "malformed HTTP request");
-      default:
-        SendError(res, res.status, res.status >= 500 ? "internal" : "invalid_argument",
-                  absl::StrCat("HTTP ", res.status));
-    }
-  });
+  const auto start = std::chrono::steady_clock::now();
+  route->entry.handler(req, req.body, res);
+  if (Metrics* metrics = services_.health->metrics(); metrics != nullptr) {
+    metrics->ObserveHttp(
+        route->entry.method, route->entry.path, res.status,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 }
 
 }  // namespace inac::server

@@ -1,40 +1,42 @@
 // The REST API under /api/v1 (api/openapi.yaml is its contract; a test checks that every route
 // here is in the document and vice versa). A thin adapter over the controller's services
-// (server/services.h): HttpApi owns the HTTP server, authenticates, authorises each route by the
-// access its resource declares, bounds bodies and times requests; the resources
-// (server/rest_resources.h, one per collection) decode JSON strictly (core/json.h), call their
-// service and encode the answer. The one place absl::Status becomes an HTTP status is
-// StatusToHttp.
+// (server/services.h): HttpApi serves HTTP through the event-driven HttpServer
+// (server/http_server.h: connection caps, header and body limits and timeouts, pipelining),
+// admits each request on its head (Host and Origin, route, token, role, media type) before its
+// body is read, and times the handlers; the resources (server/rest_resources.h, one per
+// collection) decode JSON strictly (core/json.h), call their service and encode the answer. The
+// one place absl::Status becomes an HTTP status is StatusToHttp.
 //
 // Errors always have the body {"error": {"code", "message", "field"}}: malformed JSON or an
 // unknown field 400, unauthenticated 401, forbidden 403, unknown id or route 404, a known path
-// with another method 405 (with Allow), illegal state transition or idempotency conflict 409,
-// body over 1 MiB 413, request URI over 8 KiB 414, storage unavailable 503. `field` names the
-// offending JSON path, query parameter or header when there is one.
+// with another method 405 (with Allow), headers too slow 408, illegal state transition or
+// idempotency conflict 409, body over 1 MiB 413, request line over 8 KiB 414, a body that is not
+// application/json 415, headers over 16 KiB or 100 lines 431, storage unavailable or too many
+// connections 503. `field` names the offending JSON path, query parameter or header when there
+// is one.
 //
 // Auth: bearer tokens with roles. admin: everything; operator: jobs and plan previews, and reads;
 // viewer: reads; worker: GET /jobs/{id}, GET /jobs/{id}/config and POST /jobs/{id}/progress of
 // the jobs of its tenant. /healthz and /readyz need no token. With no token configured every
-// request is allowed, and Bind refuses any address that is not loopback.
+// request is allowed, so Bind refuses any address that is not loopback, and requests whose Host
+// is not a loopback name (DNS rebinding) or whose Origin is not a loopback page (a cross-site
+// form) are refused with 403.
 //
-// GET /events/stream holds a pool thread per open stream; at most threads/2 streams are open at
-// once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the API.
+// GET /events/stream holds a handler thread per open stream; at most threads/2 streams are open
+// at once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the
+// API; idle and slow connections hold no thread at all.
 //
-// Thread safety: the server answers on a pool of threads; the services are thread-safe.
+// Thread safety: handlers run on the server's pool; the services are thread-safe.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/http_server.h"
 #include "server/services.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace inac::server {
 
@@ -54,7 +56,10 @@ struct ApiToken {
 struct HttpApiOptions {
   std::vector<ApiToken> tokens;
   size_t max_body_bytes = 1 << 20;
-  int threads = 16;
+  int threads = 16;  // handler threads; at most threads/2 event streams are open at once
+  // Connection and request limits (server/http_server.h); `workers` and `max_body_bytes` are
+  // taken from the two fields above.
+  HttpServerOptions server;
 };
 
 // HTTP status for a canonical code (400, 401, 403, 404, 409, 413, 500, 503, 504).
@@ -76,26 +81,35 @@ class HttpApi {
 
   // Binds `host:port` (port 0 picks one). Returns the bound port; FailedPrecondition when no
   // token is configured and `host` is not a loopback address (IsLoopbackHost); Unavailable when
-  // the address cannot be bound.
+  // the address cannot be bound (e.g. another server listens there: SO_REUSEPORT is not used).
   absl::StatusOr<int> Bind(const std::string& host, int port);
   // Serves until Stop(); returns when stopped.
   void Serve();
   void Stop();
+  HttpServerStats stats() const;
 
   // Every registered route as "METHOD /path" with OpenAPI-style parameters ("GET /jobs/{id}"),
   // relative to /api/v1.
   const std::vector<std::string>& routes() const { return routes_; }
 
  private:
+  struct Route;
   void Routes();
+  // The route for `req` (its path parameters into *matches when not null), or nullptr with the
+  // 404 or 405 (and Allow) answer in `res`.
+  const Route* Match(const httplib::Request& req, httplib::Response& res,
+                     httplib::Match* matches) const;
+  // On the request's head, before its body is read: Host and Origin without tokens (403), the
+  // route (404, 405), the token (401) and its role (403), the body's media type (415).
+  bool Admit(const httplib::Request& req, httplib::Response& res) const;
+  // A complete request: a worker token's tenant, then the route's handler, timed.
+  void Handle(httplib::Request& req, httplib::Response& res);
+
   ApiServices services_;
   HttpApiOptions options_;
-  std::unique_ptr<httplib::Server> server_;
-  // Stop() may run before Serve() has entered cpp-httplib's accept loop; httplib's own stop()
-  // is a no-op then and the later listen would block forever. These make the two meet.
-  std::atomic<bool> serving_{false};
-  std::atomic<bool> stop_requested_{false};
   std::vector<std::string> routes_;
+  std::vector<Route> routes_table_;
+  std::unique_ptr<HttpServer> server_;
 };
 
 }  // namespace inac::server

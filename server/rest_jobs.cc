@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/json.h"
+#include "core/validation.h"
 #include "server/rest_json.h"
 #include "server/rest_resources.h"
 
@@ -46,7 +47,14 @@ void JobsResource::Register(RouteTable& routes) {
             filter.states.push_back(*st);
           }
         }
-        if (req.has_param("tenant")) filter.tenant = req.get_param_value("tenant");
+        if (req.has_param("tenant")) {
+          const std::string tenant = req.get_param_value("tenant");
+          if (std::string problem = core::IdProblem(tenant, core::kMaxTenantBytes);
+              !problem.empty()) {
+            return BadRequest(res, absl::StrCat("tenant: ", problem), "tenant");
+          }
+          filter.tenant = tenant;
+        }
         int64_t after = 0, limit = 100;
         if (!QueryInt(req, res, "after", &after) || !QueryInt(req, res, "limit", &limit)) {
           return;

@@ -59,7 +59,7 @@ std::optional<Json> ParseBody(const std::string& text, httplib::Response& res) {
   std::vector<core::Problem> problems;
   auto json = core::ParseJsonText(text, &problems);
   if (!json) {
-    BadRequest(res, core::FormatProblems(problems));
+    SendProblems(res, problems);  // the path of a duplicate key or of the nesting limit
     return std::nullopt;
   }
   if (!json->is_object()) {

@@ -46,17 +46,15 @@ TEST_F(CliClientTest, AppliesTopologySubmitsListsAndCancels) {
   ASSERT_EQ(r.exit, 0) << r.out;
   EXPECT_NE(r.out.find(t.hosts[0].id), std::string::npos);
 
-  Json job = {{"name", "j"},
-              {"workers", {t.hosts[0].id, t.hosts[3].id}},
-              {"parameter_servers", {t.hosts[1].id}},
-              {"gradient_bytes", 1000000},
-              {"compute_ms", 10},
-              {"iterations", 100},
-              {"batch_size", 32},
-              {"tenant", "team-a"}};
+  Json job = fixtures::JobJson({.name = "j",
+                                .tenant = "team-a",
+                                .workers = {t.hosts[0].id, t.hosts[3].id},
+                                .parameter_servers = {t.hosts[1].id},
+                                .gradient_bytes = 1000000,
+                                .compute_ms = 10});
   Json second = job;
   second["name"] = "k";
-  second["tenant"] = "team b";
+  second["tenant"] = "team+b";
   std::string jobs = WriteFile(dir_ + "/jobs.json", Json{{"jobs", {job, second}}}.dump());
   r = RunInac("job submit " + jobs + " --idempotency-key launch-1 " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
@@ -72,7 +70,7 @@ TEST_F(CliClientTest, AppliesTopologySubmitsListsAndCancels) {
   EXPECT_EQ(listed[1]["spec"]["name"], "k");
 
   // The tenant filter, with a value that needs URL encoding.
-  r = RunInac("job list --json --tenant 'team b' " + server_, dir_);
+  r = RunInac("job list --json --tenant 'team+b' " + server_, dir_);
   ASSERT_EQ(r.exit, 0) << r.out;
   listed = Json::parse(r.out.substr(0, r.out.find("--stderr--")));
   ASSERT_EQ(listed.size(), 1u) << r.out;

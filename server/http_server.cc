@@ -1,0 +1,1079 @@
+#include "server/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/json.h"
+#include "spdlog/spdlog.h"
+
+namespace inac::server {
+namespace {
+
+// A streaming response waits while this much of it is not yet written to the client.
+constexpr size_t kMaxPendingOutput = 1 << 20;
+constexpr int kTickMs = 50;
+// A refused client is read (and ignored) this long, or this much, before its connection closes.
+constexpr int64_t kLingerMs = 2000;
+constexpr size_t kMaxLingerBytes = 4 << 20;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+const char* Reason(int status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 421:
+      return "Misdirected Request";
+    case 428:
+      return "Precondition Required";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+  }
+}
+
+// A whole answer with INAC's error body, closing the connection.
+std::string ErrorResponse(int status, const std::string& code, const std::string& message) {
+  core::Json err = core::Json::object();
+  err["code"] = code;
+  err["message"] = message;
+  err["field"] = "";
+  const std::string body = core::Json{{"error", err}}.dump();
+  return absl::StrCat("HTTP/1.1 ", status, " ", Reason(status),
+                      "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                      "\r\nConnection: close\r\n\r\n", body);
+}
+
+// A whole answer without a streamed body.
+std::string Serialize(const httplib::Response& res, bool keep_alive) {
+  const int status = res.status < 100 ? 500 : res.status;
+  std::string out = absl::StrCat("HTTP/1.1 ", status, " ", Reason(status), "\r\n");
+  for (const auto& [k, v] : res.headers) {
+    if (absl::EqualsIgnoreCase(k, "Content-Length") ||
+        absl::EqualsIgnoreCase(k, "Transfer-Encoding") || absl::EqualsIgnoreCase(k, "Connection")) {
+      continue;
+    }
+    absl::StrAppend(&out, k, ": ", v, "\r\n");
+  }
+  absl::StrAppend(&out, "Connection: ", keep_alive ? "keep-alive" : "close",
+                  "\r\nContent-Length: ", res.body.size(), "\r\n\r\n", res.body);
+  return out;
+}
+
+bool IsTokenChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
+
+struct Parsed {
+  httplib::Request req;
+  bool keep_alive = true;
+};
+
+// A parse failure: the status and error body to answer before closing.
+struct ParseError {
+  int status;
+  const char* code;
+  std::string message;
+};
+
+}  // namespace
+
+struct Conn {
+  int fd = -1;
+  uint64_t id = 0;
+  std::string remote_addr;
+  int remote_port = 0;
+  std::string local_addr;
+  int local_port = 0;
+
+  // Loop-thread state.
+  enum class Phase { kHead, kBody, kChunkSize, kChunkData, kChunkEnd, kTrailer };
+  Phase phase = Phase::kHead;
+  std::string in;
+  std::unique_ptr<Parsed> current;  // the request whose body is being read
+  size_t remaining = 0;             // body or chunk bytes still to read
+  size_t trailer_bytes = 0;
+  int64_t request_started_ms = 0;  // first byte of the request being read (0: none)
+  int64_t last_activity_ms = 0;
+  std::deque<std::unique_ptr<Parsed>> queue;  // complete, waiting for a handler
+  bool busy = false;                          // one of its requests is with a handler
+  bool read_stopped = false;                  // no more requests are read (close, error, EOF)
+  bool close_after = false;                   // close once answered and written
+  std::string pending_error;                  // answered once the earlier requests are
+  uint32_t registered = 0;                    // epoll events
+  bool detached = false;         // removed from epoll: the peer is gone, a handler still runs
+  int64_t write_blocked_ms = 0;  // since when `out` could not be written fully
+
+  // Shared with the handler threads.
+  std::mutex mu;
+  std::condition_variable drained;  // `out` shrank or the connection died
+  std::string out;
+  bool dead = false;
+  bool close_requested = false;  // the handler's answer closes the connection
+  // Refused before its body was read: after the answer, stop sending and read (and discard) what
+  // the client still sends for a while before closing, so that closing with unread data does not
+  // reset the connection before the client has read the answer ("lingering close").
+  bool linger = false;
+  bool lingering = false;
+  int64_t linger_until_ms = 0;
+  size_t lingered_bytes = 0;
+};
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  HttpHandler handler;
+  HttpHeadCheck head_check;
+  int listen_fd = -1;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> entered{false};
+  std::mutex serve_mu;
+  std::condition_variable serve_cv;
+  bool serve_done = false;
+
+  // Loop-thread state.
+  uint64_t next_id = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns;
+  std::map<std::string, size_t> per_client;
+  bool listen_paused = false;
+
+  // Handler pool.
+  std::mutex work_mu;
+  std::condition_variable work_cv;
+  std::deque<std::pair<std::shared_ptr<Conn>, std::unique_ptr<Parsed>>> work;
+  bool workers_stop = false;
+  std::vector<std::thread> workers;
+
+  // Handler threads -> loop: connections with new output or a finished request.
+  std::mutex done_mu;
+  std::vector<std::pair<uint64_t, bool>> done;  // (connection id, request finished)
+
+  std::atomic<int64_t> accepted{0}, refused{0}, timed_out{0}, requests{0}, open{0};
+
+  void Wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof(one));
+  }
+  void Notify(uint64_t id, bool finished) {
+    {
+      std::lock_guard<std::mutex> lock(done_mu);
+      done.emplace_back(id, finished);
+    }
+    Wake();
+  }
+
+  void Register(Conn& c, uint32_t events) {
+    if (c.registered == events || c.detached) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = c.id;
+    ::epoll_ctl(epoll_fd, c.registered == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd, &ev);
+    c.registered = events;
+  }
+  void UpdateInterest(Conn& c, bool want_write) {
+    uint32_t events = 0;
+    if (!c.read_stopped && c.queue.size() < options.max_pipelined) events |= EPOLLIN | EPOLLRDHUP;
+    if (want_write) events |= EPOLLOUT;
+    Register(c, events);
+  }
+
+  void Close(const std::shared_ptr<Conn>& c) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->dead = true;
+    }
+    c->drained.notify_all();
+    auto it = per_client.find(c->remote_addr);
+    if (it != per_client.end() && --it->second == 0) per_client.erase(it);
+    conns.erase(c->id);
+    open--;
+  }
+
+  // Writes what it can of `out`; closes the connection once all is written and it should close.
+  void Flush(const std::shared_ptr<Conn>& c) {
+    bool empty;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      size_t sent = 0;
+      while (sent < c->out.size()) {
+        ssize_t n = ::send(c->fd, c->out.data() + sent, c->out.size() - sent, MSG_NOSIGNAL);
+        if (n > 0) {
+          sent += static_cast<size_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        c->out.clear();  // the peer is gone
+        c->dead = true;
+        sent = 0;
+        break;
+      }
+      if (sent > 0) {
+        c->out.erase(0, sent);
+        c->last_activity_ms = NowMs();
+      }
+      empty = c->out.empty();
+      if (c->dead) {
+        c->drained.notify_all();
+        empty = true;
+        c->close_after = true;
+        c->read_stopped = true;
+      }
+    }
+    c->drained.notify_all();
+    if (!empty) {
+      if (c->write_blocked_ms == 0) c->write_blocked_ms = NowMs();
+      UpdateInterest(*c, true);
+      return;
+    }
+    c->write_blocked_ms = 0;
+    if (c->close_after && !c->busy && c->queue.empty() && c->pending_error.empty()) {
+      if (c->linger && !c->lingering) {
+        ::shutdown(c->fd, SHUT_WR);
+        c->lingering = true;
+        c->linger_until_ms = NowMs() + kLingerMs;
+        c->detached = false;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.u64 = c->id;
+        ::epoll_ctl(epoll_fd, c->registered == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &ev);
+        c->registered = ev.events;
+        return;
+      }
+      if (!c->lingering) Close(c);
+      return;
+    }
+    UpdateInterest(*c, false);
+  }
+
+  // Hands the next queued request to the pool, or answers a pending parse error.
+  void Dispatch(const std::shared_ptr<Conn>& c) {
+    if (c->busy) return;
+    if (!c->queue.empty()) {
+      c->busy = true;
+      std::unique_ptr<Parsed> p = std::move(c->queue.front());
+      c->queue.pop_front();
+      {
+        std::lock_guard<std::mutex> lock(work_mu);
+        work.emplace_back(c, std::move(p));
+      }
+      work_cv.notify_one();
+      UpdateInterest(*c, false);
+      return;
+    }
+    if (!c->pending_error.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        c->out += c->pending_error;
+      }
+      c->pending_error.clear();
+      c->close_after = true;
+      Flush(c);
+    }
+  }
+
+  // Stops reading `c` and answers `e` once the requests before it are answered.
+  void Fail(const std::shared_ptr<Conn>& c, const ParseError& e) {
+    c->read_stopped = true;
+    c->linger = true;
+    c->in.clear();
+    c->current.reset();
+    c->pending_error = ErrorResponse(e.status, e.code, e.message);
+    Dispatch(c);
+  }
+
+  std::optional<ParseError> ParseHead(Conn& c, absl::string_view head, Parsed* p) {
+    std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+    const absl::string_view line = lines[0];
+    if (line.size() > options.max_request_line_bytes) {
+      return ParseError{414, "uri_too_long", "request URI is too long"};
+    }
+    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
+    if (parts.size() != 3 || parts[0].empty() ||
+        !std::all_of(parts[0].begin(), parts[0].end(), IsTokenChar)) {
+      return ParseError{400, "invalid_argument", "malformed HTTP request line"};
+    }
+    if (parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0") {
+      if (absl::StartsWith(parts[2], "HTTP/")) {
+        return ParseError{505, "invalid_argument", "only HTTP/1.0 and HTTP/1.1 are served"};
+      }
+      return ParseError{400, "invalid_argument", "malformed HTTP request line"};
+    }
+    const absl::string_view target = parts[1];
+    if (target.empty() || target[0] != '/') {
+      return ParseError{400, "invalid_argument", "the request target must be a path"};
+    }
+    httplib::Request& req = p->req;
+    req.method = std::string(parts[0]);
+    req.version = std::string(parts[2]);
+    req.target = std::string(target);
+    const size_t q = target.find('?');
+    req.path = httplib::detail::decode_url(std::string(target.substr(0, q)), false);
+    if (q != absl::string_view::npos) {
+      httplib::detail::parse_query_text(std::string(target.substr(q + 1)), req.params);
+    }
+    if (lines.size() - 1 > options.max_headers) {
+      return ParseError{431, "request_header_fields_too_large",
+                        absl::StrCat("more than ", options.max_headers, " header lines")};
+    }
+    for (size_t i = 1; i < lines.size(); ++i) {
+      absl::string_view h = lines[i];
+      const size_t colon = h.find(':');
+      if (colon == absl::string_view::npos || colon == 0 || h[0] == ' ' || h[0] == '\t' ||
+          !std::all_of(h.begin(), h.begin() + colon, IsTokenChar)) {
+        return ParseError{400, "invalid_argument", "malformed header line"};
+      }
+      absl::string_view value = absl::StripAsciiWhitespace(h.substr(colon + 1));
+      req.headers.emplace(std::string(h.substr(0, colon)), std::string(value));
+    }
+    req.remote_addr = c.remote_addr;
+    req.remote_port = c.remote_port;
+    req.local_addr = c.local_addr;
+    req.local_port = c.local_port;
+    const std::string connection = absl::AsciiStrToLower(req.get_header_value("Connection"));
+    p->keep_alive = req.version == "HTTP/1.1" ? !absl::StrContains(connection, "close")
+                                              : absl::StrContains(connection, "keep-alive");
+    return std::nullopt;
+  }
+
+  // Parses as many requests out of c.in as it holds.
+  void Parse(const std::shared_ptr<Conn>& c) {
+    using Phase = Conn::Phase;
+    while (!c->read_stopped) {
+      if (c->queue.size() >= options.max_pipelined) break;
+      if (c->phase == Phase::kHead) {
+        // A client may send empty lines between requests (RFC 9112 section 2.2).
+        while (absl::StartsWith(c->in, "\r\n")) c->in.erase(0, 2);
+        if (c->in.empty()) {
+          c->request_started_ms = 0;
+          break;
+        }
+        if (c->request_started_ms == 0) c->request_started_ms = NowMs();
+        const size_t end = c->in.find("\r\n\r\n");
+        if (end == std::string::npos) {
+          const size_t eol = c->in.find("\r\n");
+          if ((eol == std::string::npos ? c->in.size() : eol) > options.max_request_line_bytes) {
+            return Fail(c, {414, "uri_too_long", "request URI is too long"});
+          }
+          if (c->in.size() > options.max_header_bytes) {
+            return Fail(c, {431, "request_header_fields_too_large",
+                            absl::StrCat("request headers are larger than ",
+                                         options.max_header_bytes, " bytes")});
+          }
+          break;
+        }
+        if (end + 4 > options.max_header_bytes) {
+          return Fail(c, {431, "request_header_fields_too_large",
+                          absl::StrCat("request headers are larger than ", options.max_header_bytes,
+                                       " bytes")});
+        }
+        auto p = std::make_unique<Parsed>();
+        auto error = ParseHead(*c, absl::string_view(c->in).substr(0, end), p.get());
+        c->in.erase(0, end + 4);
+        if (error) return Fail(c, *error);
+        httplib::Request& req = p->req;
+        const bool has_te = req.has_header("Transfer-Encoding");
+        const size_t lengths = req.get_header_value_count("Content-Length");
+        if (has_te) {
+          if (lengths > 0) {
+            return Fail(
+                c, {400, "invalid_argument", "both Transfer-Encoding and Content-Length are set"});
+          }
+          if (!absl::EqualsIgnoreCase(req.get_header_value("Transfer-Encoding"), "chunked")) {
+            return Fail(c, {501, "unimplemented", "only the chunked transfer coding is served"});
+          }
+          c->phase = Phase::kChunkSize;
+        } else if (lengths > 0) {
+          uint64_t n = 0;
+          const std::string v = req.get_header_value("Content-Length");
+          for (size_t i = 1; i < lengths; ++i) {
+            if (req.get_header_value("Content-Length", i) != v) {
+              return Fail(c, {400, "invalid_argument", "conflicting Content-Length headers"});
+            }
+          }
+          if (v.empty() || !std::all_of(v.begin(), v.end(), absl::ascii_isdigit) ||
+              !absl::SimpleAtoi(v, &n)) {
+            return Fail(c, {400, "invalid_argument", "malformed Content-Length"});
+          }
+          if (n > options.max_body_bytes) {
+            return Fail(c, {413, "payload_too_large",
+                            absl::StrCat("request body is larger than ", options.max_body_bytes,
+                                         " bytes")});
+          }
+          c->remaining = n;
+          c->phase = n > 0 ? Phase::kBody : Phase::kHead;
+        }
+        if (head_check) {
+          httplib::Response refusal;
+          bool admitted = false;
+          try {
+            admitted = head_check(req, refusal);
+          } catch (const std::exception& e) {
+            spdlog::error("event=http_exception error=\"{}\"", e.what());
+            refusal = httplib::Response();
+            refusal.status = 500;
+          }
+          if (!admitted) {
+            c->phase = Phase::kHead;
+            c->read_stopped = true;
+            c->linger = true;
+            c->in.clear();
+            c->pending_error = Serialize(refusal, /*keep_alive=*/false);
+            Dispatch(c);
+            return;
+          }
+        }
+        if (c->phase != Phase::kHead &&
+            absl::EqualsIgnoreCase(req.get_header_value("Expect"), "100-continue")) {
+          std::lock_guard<std::mutex> lock(c->mu);
+          c->out += "HTTP/1.1 100 Continue\r\n\r\n";
+        }
+        c->current = std::move(p);
+        if (c->phase == Phase::kHead) Complete(c);
+        continue;
+      }
+      if (c->phase == Phase::kBody || c->phase == Phase::kChunkData) {
+        if (c->in.empty()) break;
+        const size_t take = std::min(c->remaining, c->in.size());
+        c->current->req.body.append(c->in, 0, take);
+        c->in.erase(0, take);
+        c->remaining -= take;
+        if (c->remaining > 0) break;
+        if (c->phase == Phase::kBody) {
+          Complete(c);
+        } else {
+          c->phase = Phase::kChunkEnd;
+        }
+        continue;
+      }
+      if (c->phase == Phase::kChunkEnd) {
+        if (c->in.size() < 2) break;
+        if (c->in.compare(0, 2, "\r\n") != 0) {
+          return Fail(c, {400, "invalid_argument", "malformed chunked body"});
+        }
+        c->in.erase(0, 2);
+        c->phase = Phase::kChunkSize;
+        continue;
+      }
+      // kChunkSize, kTrailer: one line each.
+      const size_t eol = c->in.find("\r\n");
+      if (eol == std::string::npos) {
+        if (c->in.size() > 1024) return Fail(c, {400, "invalid_argument", "malformed chunk"});
+        break;
+      }
+      std::string line = c->in.substr(0, eol);
+      c->in.erase(0, eol + 2);
+      if (c->phase == Phase::kTrailer) {
+        if (line.empty()) {
+          Complete(c);
+          continue;
+        }
+        c->trailer_bytes += line.size() + 2;
+        if (c->trailer_bytes > options.max_header_bytes) {
+          return Fail(c, {431, "request_header_fields_too_large", "chunked trailer too large"});
+        }
+        continue;
+      }
+      const std::string size_text(absl::StripAsciiWhitespace(line.substr(0, line.find(';'))));
+      uint64_t size = 0;
+      if (size_text.empty() || size_text.size() > 15 ||
+          !std::all_of(size_text.begin(), size_text.end(), absl::ascii_isxdigit) ||
+          !absl::SimpleHexAtoi(size_text, &size)) {
+        return Fail(c, {400, "invalid_argument", "malformed chunk size"});
+      }
+      if (size == 0) {
+        c->phase = Phase::kTrailer;
+        c->trailer_bytes = 0;
+        continue;
+      }
+      if (c->current->req.body.size() + size > options.max_body_bytes) {
+        return Fail(
+            c, {413, "payload_too_large",
+                absl::StrCat("request body is larger than ", options.max_body_bytes, " bytes")});
+      }
+      c->remaining = size;
+      c->phase = Phase::kChunkData;
+    }
+    UpdateInterest(*c, !c->out.empty());
+  }
+
+  void Complete(const std::shared_ptr<Conn>& c) {
+    std::unique_ptr<Parsed> p = std::move(c->current);
+    c->phase = Conn::Phase::kHead;
+    c->request_started_ms = 0;
+    if (!p->keep_alive) {
+      // Nothing after a request that closes the connection is read.
+      c->read_stopped = true;
+      c->in.clear();
+    }
+    requests++;
+    c->queue.push_back(std::move(p));
+    Dispatch(c);
+  }
+
+  void OnReadable(const std::shared_ptr<Conn>& c) {
+    char buf[65536];
+    bool eof = false;
+    while (!c->read_stopped) {
+      ssize_t n = ::recv(c->fd, buf, sizeof(buf), 0);
+      if (n > 0) {
+        c->in.append(buf, static_cast<size_t>(n));
+        c->last_activity_ms = NowMs();
+        // Bounded: never buffer more than one request's worth beyond the parser's limits.
+        if (c->in.size() > options.max_header_bytes + options.max_body_bytes + 65536) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      eof = true;  // 0: the peer closed its side; < 0: reset
+      break;
+    }
+    Parse(c);
+    if (conns.count(c->id) == 0) return;
+    if (eof) {
+      c->read_stopped = true;
+      c->close_after = true;
+      if (c->phase != Conn::Phase::kHead || !c->in.empty()) {
+        c->in.clear();  // an incomplete request: nothing to answer
+        c->current.reset();
+      }
+      Flush(c);
+    }
+  }
+
+  void Accept() {
+    while (true) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof(addr);
+      int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: stop accepting for a tick rather than spin on the listener.
+          ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          listen_paused = true;
+          spdlog::warn("event=http_accept_paused error=\"{}\"", std::strerror(errno));
+        }
+        return;
+      }
+      char host[INET6_ADDRSTRLEN] = {0};
+      int port = 0;
+      if (addr.ss_family == AF_INET) {
+        auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+        ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+      } else if (addr.ss_family == AF_INET6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+        ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+      }
+      accepted++;
+      const std::string remote(host);
+      if (conns.size() >= options.max_connections ||
+          per_client[remote] >= options.max_connections_per_client) {
+        if (per_client[remote] == 0) per_client.erase(remote);
+        refused++;
+        const std::string answer = ErrorResponse(
+            503, "unavailable",
+            conns.size() >= options.max_connections
+                ? absl::StrCat("too many open connections (at most ", options.max_connections,
+                               "); retry later")
+                : absl::StrCat("too many open connections from ", remote, " (at most ",
+                               options.max_connections_per_client, "); retry later"));
+        [[maybe_unused]] ssize_t n =
+            ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+        continue;
+      }
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      auto c = std::make_shared<Conn>();
+      c->fd = fd;
+      c->id = next_id++;
+      c->remote_addr = remote;
+      c->remote_port = port;
+      sockaddr_storage local{};
+      socklen_t local_len = sizeof(local);
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 &&
+          local.ss_family == AF_INET) {
+        auto* a = reinterpret_cast<sockaddr_in*>(&local);
+        char l[INET_ADDRSTRLEN] = {0};
+        ::inet_ntop(AF_INET, &a->sin_addr, l, sizeof(l));
+        c->local_addr = l;
+        c->local_port = ntohs(a->sin_port);
+      }
+      c->last_activity_ms = NowMs();
+      per_client[remote]++;
+      open++;
+      conns[c->id] = c;
+      UpdateInterest(*c, false);
+    }
+  }
+
+  // Reads and discards what a refused client still sends; closes at its end or the limit.
+  void Drain(const std::shared_ptr<Conn>& c) {
+    char buf[65536];
+    while (true) {
+      ssize_t n = ::recv(c->fd, buf, sizeof(buf), 0);
+      if (n > 0) {
+        c->lingered_bytes += static_cast<size_t>(n);
+        if (c->lingered_bytes > kMaxLingerBytes) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      break;
+    }
+    Close(c);
+  }
+
+  void CheckTimeouts() {
+    const int64_t now = NowMs();
+    std::vector<std::shared_ptr<Conn>> expired, idle, stuck, lingered;
+    for (auto& [id, c] : conns) {
+      if (c->lingering) {
+        if (now > c->linger_until_ms) lingered.push_back(c);
+        continue;
+      }
+      if (c->write_blocked_ms != 0 && now - c->write_blocked_ms > options.write_timeout_ms) {
+        stuck.push_back(c);
+      } else if (c->request_started_ms != 0 && !c->read_stopped) {
+        const int64_t limit = c->phase == Conn::Phase::kHead
+                                  ? options.header_timeout_ms
+                                  : options.header_timeout_ms + options.body_timeout_ms;
+        if (now - c->request_started_ms > limit) expired.push_back(c);
+      } else if (!c->busy && c->queue.empty() && c->in.empty() && c->pending_error.empty() &&
+                 c->write_blocked_ms == 0 && now - c->last_activity_ms > options.idle_timeout_ms) {
+        idle.push_back(c);
+      }
+    }
+    for (auto& c : lingered) Close(c);
+    for (auto& c : stuck) {
+      timed_out++;
+      Close(c);
+    }
+    for (auto& c : expired) {
+      timed_out++;
+      Fail(c, {408, "request_timeout",
+               c->phase == Conn::Phase::kHead ? "the request headers did not arrive in time"
+                                              : "the request body did not arrive in time"});
+    }
+    for (auto& c : idle) {
+      c->close_after = true;
+      c->read_stopped = true;
+      Flush(c);
+    }
+  }
+
+  void HandleDone() {
+    std::vector<std::pair<uint64_t, bool>> batch;
+    {
+      std::lock_guard<std::mutex> lock(done_mu);
+      batch.swap(done);
+    }
+    for (const auto& [id, finished] : batch) {
+      auto it = conns.find(id);
+      if (it == conns.end()) continue;
+      std::shared_ptr<Conn> c = it->second;
+      if (finished) {
+        c->busy = false;
+        bool close;
+        {
+          std::lock_guard<std::mutex> lock(c->mu);
+          close = c->close_requested;
+        }
+        if (close) {
+          // Nothing after an answer that closes the connection is answered.
+          c->close_after = true;
+          c->read_stopped = true;
+          c->queue.clear();
+          c->in.clear();
+          c->pending_error.clear();
+        }
+        if (c->detached) {
+          Close(c);
+          continue;
+        }
+      }
+      Flush(c);
+      if (conns.count(id) == 0) continue;
+      if (finished) {
+        Parse(c);  // requests the queue limit held back
+        if (conns.count(id) == 0) continue;
+        Dispatch(c);
+      }
+    }
+  }
+
+  void Loop() {
+    epoll_event events[256];
+    int64_t last_tick = NowMs();
+    while (!stop) {
+      int n = ::epoll_wait(epoll_fd, events, 256, kTickMs);
+      for (int i = 0; i < n && !stop; ++i) {
+        const uint64_t key = events[i].data.u64;
+        if (key == 0) {
+          Accept();
+          continue;
+        }
+        if (key == UINT64_MAX) {
+          uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(wake_fd, &v, sizeof(v));
+          HandleDone();
+          continue;
+        }
+        auto it = conns.find(key);
+        if (it == conns.end()) continue;
+        std::shared_ptr<Conn> c = it->second;
+        const uint32_t e = events[i].events;
+        if (c->lingering) {
+          Drain(c);
+          continue;
+        }
+        if (e & EPOLLOUT) Flush(c);
+        if (conns.count(key) == 0) continue;
+        if (!c->read_stopped && (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+          OnReadable(c);
+        } else if (e & (EPOLLHUP | EPOLLERR)) {
+          // The peer is gone and nothing more is read: close, or once its handler returns.
+          {
+            std::lock_guard<std::mutex> lock(c->mu);
+            c->dead = true;
+          }
+          c->drained.notify_all();
+          if (!c->busy) {
+            Close(c);
+          } else {
+            ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
+            c->detached = true;
+          }
+        }
+      }
+      const int64_t now = NowMs();
+      if (now - last_tick >= kTickMs) {
+        last_tick = now;
+        if (listen_paused) {
+          epoll_event ev{};
+          ev.events = EPOLLIN;
+          ev.data.u64 = 0;
+          if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) == 0) listen_paused = false;
+        }
+        CheckTimeouts();
+      }
+    }
+    std::vector<std::shared_ptr<Conn>> all;
+    for (auto& [id, c] : conns) all.push_back(c);
+    for (auto& c : all) Close(c);
+  }
+
+  // --- Handler threads
+
+  void WorkerMain() {
+    while (true) {
+      std::shared_ptr<Conn> c;
+      std::unique_ptr<Parsed> p;
+      {
+        std::unique_lock<std::mutex> lock(work_mu);
+        work_cv.wait(lock, [this] { return workers_stop || !work.empty(); });
+        if (work.empty()) return;
+        c = std::move(work.front().first);
+        p = std::move(work.front().second);
+        work.pop_front();
+      }
+      Run(c, *p);
+      Notify(c->id, true);
+    }
+  }
+
+  // Appends `data` to the connection's output for the loop to write; false when the connection
+  // is gone. Waits while too much is pending (a slow reader slows its stream, nothing else).
+  bool Emit(const std::shared_ptr<Conn>& c, std::string data) {
+    {
+      std::unique_lock<std::mutex> lock(c->mu);
+      c->drained.wait(lock, [&] { return c->dead || c->out.size() < kMaxPendingOutput || stop; });
+      if (c->dead || stop) return false;
+      c->out += data;
+    }
+    Notify(c->id, false);
+    return true;
+  }
+
+  void Run(const std::shared_ptr<Conn>& c, Parsed& p) {
+    httplib::Response res;
+    res.version = "HTTP/1.1";
+    try {
+      handler(p.req, res);
+    } catch (const std::exception& e) {
+      spdlog::error("event=http_exception error=\"{}\"", e.what());
+      res = httplib::Response();
+      res.status = 500;
+      res.set_content(R"({"error":{"code":"internal","message":"internal error","field":""}})",
+                      "application/json");
+    }
+    if (res.status == -1) res.status = 200;  // as cpp-httplib: a handler that set no status
+    if (res.status < 100) res.status = 500;
+    bool keep_alive = p.keep_alive;
+    if (absl::EqualsIgnoreCase(res.get_header_value("Connection"), "close")) keep_alive = false;
+    if (!res.content_provider_) {
+      std::string out = Serialize(res, keep_alive);
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        if (!c->dead) c->out += out;
+      }
+      if (!keep_alive) MarkClose(c);
+      return;
+    }
+    std::string head = absl::StrCat("HTTP/1.1 ", res.status, " ", Reason(res.status), "\r\n");
+    for (const auto& [k, v] : res.headers) {
+      if (absl::EqualsIgnoreCase(k, "Content-Length") ||
+          absl::EqualsIgnoreCase(k, "Transfer-Encoding") ||
+          absl::EqualsIgnoreCase(k, "Connection")) {
+        continue;
+      }
+      absl::StrAppend(&head, k, ": ", v, "\r\n");
+    }
+    absl::StrAppend(&head, "Connection: ", keep_alive ? "keep-alive" : "close", "\r\n");
+    // A streamed body, sent chunked whatever the provider kind.
+    absl::StrAppend(&head, "Transfer-Encoding: chunked\r\n\r\n");
+    if (!keep_alive) MarkClose(c);
+    if (!Emit(c, std::move(head))) return;
+    bool ended = false;
+    bool failed = false;
+    httplib::DataSink sink;
+    sink.write = [&](const char* data, size_t n) {
+      if (n == 0) return true;
+      if (!Emit(c, absl::StrCat(absl::Hex(n), "\r\n", absl::string_view(data, n), "\r\n"))) {
+        failed = true;
+        return false;
+      }
+      return true;
+    };
+    sink.done = [&] { ended = true; };
+    sink.is_writable = [&] {
+      std::lock_guard<std::mutex> lock(c->mu);
+      return !c->dead && !stop;
+    };
+    size_t offset = 0;
+    auto write = sink.write;
+    sink.write = [&](const char* data, size_t n) {
+      offset += n;
+      return write(data, n);
+    };
+    while (!ended && !failed && !stop) {
+      if (!res.content_provider_(offset, 0, sink)) break;
+    }
+    res.content_provider_success_ = ended && !failed;
+    if (ended && !failed) {
+      Emit(c, "0\r\n\r\n");
+    } else {
+      MarkClose(c);  // a stream cut short cannot be framed: the connection ends with it
+    }
+  }
+
+  // The loop closes the connection once this answer is written (read in HandleDone).
+  void MarkClose(const std::shared_ptr<Conn>& c) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->close_requested = true;
+  }
+};
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler, HttpHeadCheck head_check)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  impl_->handler = std::move(handler);
+  impl_->head_check = std::move(head_check);
+  impl_->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  impl_->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = UINT64_MAX;
+  ::epoll_ctl(impl_->epoll_fd, EPOLL_CTL_ADD, impl_->wake_fd, &ev);
+  for (int i = 0; i < std::max(1, options.workers); ++i) {
+    impl_->workers.emplace_back([this] { impl_->WorkerMain(); });
+  }
+}
+
+HttpServer::~HttpServer() {
+  Stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->work_mu);
+    impl_->workers_stop = true;
+  }
+  impl_->work_cv.notify_all();
+  for (std::thread& t : impl_->workers) t.join();
+  if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
+  ::close(impl_->wake_fd);
+  ::close(impl_->epoll_fd);
+}
+
+absl::StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
+  // Every connection is a descriptor: allow as many as the caps need (up to the hard limit).
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    const rlim_t want = static_cast<rlim_t>(impl_->options.max_connections) + 1024;
+    if (limit.rlim_cur < want) {
+      limit.rlim_cur = std::min(want, limit.rlim_max);
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (int rc = ::getaddrinfo(h.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind ", host, ":", port, ": ", ::gai_strerror(rc)));
+  }
+  std::string error = "no address";
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR lets a restarted controller bind while old connections linger in TIME_WAIT;
+    // SO_REUSEPORT is deliberately not set: a second server on the address must fail.
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) break;
+    error = std::strerror(errno);
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":", port, ": ", error));
+  }
+  SetNonBlocking(fd);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  const int bound_port = bound.ss_family == AF_INET6
+                             ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                             : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
+  impl_->listen_fd = fd;
+  return bound_port;
+}
+
+void HttpServer::Serve() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->serve_mu);
+    if (impl_->stop || impl_->listen_fd < 0) return;
+    impl_->entered = true;
+    serving_ = true;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  ::epoll_ctl(impl_->epoll_fd, EPOLL_CTL_ADD, impl_->listen_fd, &ev);
+  impl_->Loop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->serve_mu);
+    serving_ = false;
+    impl_->serve_done = true;
+  }
+  impl_->serve_cv.notify_all();
+}
+
+void HttpServer::Stop() {
+  std::unique_lock<std::mutex> lock(impl_->serve_mu);
+  impl_->stop = true;
+  impl_->Wake();
+  if (impl_->entered) impl_->serve_cv.wait(lock, [this] { return impl_->serve_done; });
+}
+
+HttpServerStats HttpServer::stats() const {
+  HttpServerStats s;
+  s.open_connections = impl_->open;
+  s.accepted = impl_->accepted;
+  s.refused = impl_->refused;
+  s.timed_out = impl_->timed_out;
+  s.requests = impl_->requests;
+  return s;
+}
+
+}  // namespace inac::server
