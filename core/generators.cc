@@ -1,5 +1,7 @@
 #include "core/generators.h"
 
+#include "core/validation.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -115,8 +117,9 @@ void AddLink(Topology& t, const std::string& a, const std::string& b, double gbp
 
 absl::StatusOr<Topology> GenerateFatTree(int k, const GeneratorOptions& options,
                                          int hosts_per_edge) {
-  if (k < 2 || k % 2 != 0 || k > 128) {
-    return absl::InvalidArgumentError(absl::StrCat("fat-tree k must be even, 2..128, got ", k));
+  // k = 64 is the largest whose hosts (k^3/4 = 65536) fit a topology's limits (validation.h).
+  if (k < 2 || k % 2 != 0 || k > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("fat-tree k must be even, 2..64, got ", k));
   }
   if (hosts_per_edge < 0) hosts_per_edge = k / 2;
   if (hosts_per_edge > 1024)
@@ -171,6 +174,11 @@ absl::StatusOr<Topology> GenerateLeafSpine(int leaves, int spines, int hosts_per
     return absl::InvalidArgumentError(absl::StrCat(
         "leaf-spine needs 1..4096 leaves, 1..1024 spines, 0..1024 hosts per leaf; got ", leaves,
         ", ", spines, ", ", hosts_per_leaf));
+  }
+  if (static_cast<size_t>(leaves) * static_cast<size_t>(hosts_per_leaf) > kMaxHosts) {
+    return absl::InvalidArgumentError(absl::StrCat("leaf-spine with ", leaves, " x ",
+                                                   hosts_per_leaf, " hosts exceeds the limit of ",
+                                                   kMaxHosts, " hosts"));
   }
   if (auto s = CheckOptions(options); !s.ok()) return s;
   Topology t;

@@ -43,7 +43,7 @@ absl::Status ParseProcessingRange(const std::string& text, GeneratorOptions* opt
 // Fat-tree of even k >= 2: k²/4 core (c<i>), k²/2 aggregation (a<pod>_<i>), k²/2 edge switches
 // (e<pod>_<i>) and hosts_per_edge hosts per edge switch (h<pod>_<edge>_<i>); hosts_per_edge
 // defaults to k/2, giving k³/4 hosts. "tor" placement makes the edge switches INA-capable.
-// InvalidArgument for odd or non-positive k, or k > 128.
+// InvalidArgument for odd or non-positive k, or k > 64 (more hosts than a topology may have).
 absl::StatusOr<Topology> GenerateFatTree(int k, const GeneratorOptions& options,
                                          int hosts_per_edge = -1);
 

@@ -257,7 +257,10 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
     }
     bool missing_host = false;
     for (const auto& p : problems) missing_host |= p.kind == core::ProblemKind::kUnknownNode;
-    if (missing_host) {
+    // A spec that is invalid whatever the topology (stored before a limit existed) never
+    // becomes placeable: it fails rather than waiting forever.
+    const bool invalid = !core::ValidateJobSpec(job.spec, nullptr, "").empty();
+    if (missing_host || invalid) {
       core::JobUpdate u;
       u.state = core::JobState::kFailed;
       u.failure_reason = core::FormatProblems(problems);

@@ -44,6 +44,9 @@ TEST(FatTreeTest, RejectsOddOrTooLargeK) {
   EXPECT_EQ(GenerateFatTree(3, {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(GenerateFatTree(0, {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(GenerateFatTree(130, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GenerateFatTree(66, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // > 65536 hosts
+  EXPECT_EQ(GenerateLeafSpine(4096, 2, 17, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(FatTreeTest, RandomPlacementIsExactAndSeeded) {

@@ -186,3 +186,28 @@ TEST_F(ChurnTest, AfterConcurrentCommandsNoJobIsStuckAndSwitchesEqualTheApi) {
 
 }  // namespace
 }  // namespace inac::server
+
+namespace inac::server {
+namespace {
+
+// A job stored before a limit existed (here a tenant with a space) can never be placed: it fails
+// with the reason instead of waiting in pending forever.
+TEST_F(ChurnTest, AStoredJobThatBreaksALimitFails) {
+  std::vector<core::Problem> problems;
+  core::JobSpec spec =
+      core::JobSpecFromJson(fixtures::SmallLeafSpineJob("old", "vision", 10), "", &problems);
+  ASSERT_TRUE(problems.empty());
+  spec.tenant = "team b";  // refused by the API today
+  auto created = storage_.jobs().Create(spec, 1, std::nullopt, {});
+  ASSERT_TRUE(created.ok()) << created.status();
+  const core::JobId good = Submit("good");
+  ASSERT_TRUE(controller_->Sync(60000).ok());
+  auto old = controller_->GetJob(created->job.id);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->state, core::JobState::kFailed);
+  EXPECT_TRUE(old->failure_reason.find("tenant") != std::string::npos) << old->failure_reason;
+  EXPECT_NE(State(good), core::JobState::kPending);
+}
+
+}  // namespace
+}  // namespace inac::server
