@@ -120,8 +120,27 @@ struct ApiClient::Impl {
   }
 
   absl::Status Unreachable(httplib::Error error) const {
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach ", server, ": ", httplib::to_string(error)));
+    // cpp-httplib names its errors in one word ("Connection"); say what happened.
+    std::string what;
+    switch (error) {
+      case httplib::Error::Connection:
+        what =
+            "could not connect (connection refused, or no route to the host); is `inac serve` "
+            "running there?";
+        break;
+      case httplib::Error::ConnectionTimeout:
+        what = "timed out while connecting";
+        break;
+      case httplib::Error::Read:
+        what = "the connection broke (or timed out) while reading the answer";
+        break;
+      case httplib::Error::Write:
+        what = "the connection broke while sending the request";
+        break;
+      default:
+        what = httplib::to_string(error);
+    }
+    return absl::UnavailableError(absl::StrCat("cannot reach ", server, ": ", what));
   }
 
   httplib::Client client;

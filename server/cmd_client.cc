@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api_client.h"
 #include "server/cli.h"
@@ -69,7 +70,15 @@ Json ReadJsonFile(const std::string& path) {
 
 // A job id argument: a positive integer (exit 2 otherwise).
 void AddIdArg(CLI::App* cmd, int64_t* id) {
-  cmd->add_option("id", *id, "Job id")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("id", *id, "Job id")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int64_t v = 0;
+            if (absl::SimpleAtoi(text, &v) && v >= 1) return "";
+            return "a job id is a positive integer, not \"" + text.substr(0, 40) + "\"";
+          },
+          "ID"));
 }
 
 // Percent-encodes everything but RFC 3986 unreserved characters (for query values).

@@ -1,8 +1,10 @@
 #include "server/cmd_serve.h"
 
 #include <grpcpp/grpcpp.h>
+#include <filesystem>
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -27,6 +29,14 @@
 namespace inac::server {
 
 namespace {
+
+// This binary's path, for commands the banner suggests (`inac` is usually not on PATH in a
+// build tree).
+std::string SelfPath() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("inac") : path.string();
+}
 
 struct ServeArgs {
   std::string config;
@@ -233,9 +243,10 @@ int Serve(const ServeArgs& args) {
     std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
               << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
               << "  Watch:     " << base << "/switches , " << base << "/jobs , " << base
-              << "/events/stream (JSON and server-sent events; no HTML dashboard yet)\n"
+              << "/events/stream (JSON and server-sent events, with the token below as "
+                 "Authorization: Bearer; no HTML dashboard yet)\n"
               << "  CLI:       INAC_SERVER=http://" << host << ":" << *bound
-              << " INAC_TOKEN=" << demo_token << " inac job list\n"
+              << " INAC_TOKEN=" << demo_token << " " << SelfPath() << " job list\n"
               << "  Token:     " << demo_token << "\n"
               << "  Try:       curl -H 'Authorization: Bearer " << demo_token << "' " << base
               << "/jobs\n"

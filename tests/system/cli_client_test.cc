@@ -114,11 +114,16 @@ TEST_F(CliClientTest, RefusalsAndUnreachableServersHaveTheirExitCodes) {
   EXPECT_EQ(r.exit, 2) << r.out;
   r = RunInac("job get 0 " + server_, dir_);  // ids are positive
   EXPECT_EQ(r.exit, 2) << r.out;
+  r = RunInac("job cancel abc " + server_, dir_);
+  EXPECT_EQ(r.exit, 2) << r.out;
+  EXPECT_NE(r.out.find("a job id is a positive integer, not \"abc\""), std::string::npos) << r.out;
+  EXPECT_LT(r.out.size(), 400u) << r.out;  // not a range with a 309-digit bound
 
   // Nobody listens on port 1: the operation failed (1), it was not bad input.
   r = RunInac("job list --server http://127.0.0.1:1", dir_);
   EXPECT_EQ(r.exit, 1) << r.out;
   EXPECT_NE(r.out.find("cannot reach"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("could not connect"), std::string::npos) << r.out;
 }
 
 }  // namespace
