@@ -15,21 +15,6 @@
 namespace inac::southbound {
 namespace {
 
-constexpr size_t kMaxErrorLines = 20;
-
-absl::string_view TypeName(p4::v1::Update::Type type) {
-  switch (type) {
-    case p4::v1::Update::INSERT:
-      return "INSERT";
-    case p4::v1::Update::MODIFY:
-      return "MODIFY";
-    case p4::v1::Update::DELETE:
-      return "DELETE";
-    default:
-      return "UPDATE";
-  }
-}
-
 // Sends one phase; counts successes into `*done` and failures into `stats`.
 absl::Status ApplyPhase(SwitchSession& session, std::vector<p4::v1::Update>& updates, int64_t* done,
                         ReconcileStats& stats) {
@@ -46,17 +31,42 @@ absl::Status ApplyPhase(SwitchSession& session, std::vector<p4::v1::Update>& upd
       ++*done;
       continue;
     }
-    ++stats.failed;
-    if (stats.errors.size() < kMaxErrorLines) {
-      stats.errors.push_back(absl::StrCat(TypeName(updates[i].type()), " ",
-                                          DescribeEntity(updates[i].entity()), ": ",
-                                          status.ToString()));
-    }
+    RecordRefusal(updates[i], status, &stats);
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+void RecordRefusal(const p4::v1::Update& update, const absl::Status& status,
+                   ReconcileStats* stats) {
+  constexpr size_t kMaxErrorLines = 20;
+  ++stats->failed;
+  if (stats->errors.size() >= kMaxErrorLines) return;
+  absl::string_view type = "UPDATE";
+  switch (update.type()) {
+    case p4::v1::Update::INSERT:
+      type = "INSERT";
+      break;
+    case p4::v1::Update::MODIFY:
+      type = "MODIFY";
+      break;
+    case p4::v1::Update::DELETE:
+      type = "DELETE";
+      break;
+    default:
+      break;
+  }
+  stats->errors.push_back(
+      absl::StrCat(type, " ", DescribeEntity(update.entity()), ": ", status.ToString()));
+}
+
+void FinishRefusals(ReconcileStats* stats) {
+  if (stats->failed > static_cast<int64_t>(stats->errors.size())) {
+    stats->errors.push_back(
+        absl::StrCat("... and ", stats->failed - stats->errors.size(), " more refused updates"));
+  }
+}
 
 absl::StatusOr<ReconcileStats> IntentReconciler::Reconcile(const core::SwitchIntent& intent) {
   INAC_ASSIGN_OR_RETURN(std::vector<p4::v1::Entity> desired, translator_->Translate(intent));
@@ -70,10 +80,7 @@ absl::StatusOr<ReconcileStats> IntentReconciler::Reconcile(const core::SwitchInt
   INAC_RETURN_IF_ERROR(ApplyPhase(*session_, diff.deletes, &stats.deleted, stats));
   INAC_RETURN_IF_ERROR(ApplyPhase(*session_, diff.modifies, &stats.modified, stats));
   INAC_RETURN_IF_ERROR(ApplyPhase(*session_, diff.inserts, &stats.inserted, stats));
-  if (stats.failed > static_cast<int64_t>(stats.errors.size())) {
-    stats.errors.push_back(
-        absl::StrCat("... and ", stats.failed - stats.errors.size(), " more refused updates"));
-  }
+  FinishRefusals(&stats);
   return stats;
 }
 

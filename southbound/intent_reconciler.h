@@ -14,12 +14,19 @@
 
 #include "absl/status/statusor.h"
 #include "core/plan.h"
+#include "p4/v1/p4runtime.pb.h"
 #include "southbound/switch_client.h"
 
 namespace inac::southbound {
 
 class IntentTranslator;
 class SwitchSession;
+
+// The refused-update lines of ReconcileStats (switch_client.h), shared by every SwitchClient:
+// RecordRefusal counts `update` as failed and, for the first 20, adds its line
+// ("INSERT table_entry{...}: CODE: message"); FinishRefusals adds the summary line of the rest.
+void RecordRefusal(const p4::v1::Update& update, const absl::Status& status, ReconcileStats* stats);
+void FinishRefusals(ReconcileStats* stats);
 
 class IntentReconciler {
  public:

@@ -10,29 +10,12 @@
 #include "absl/strings/string_view.h"
 #include "southbound/entity_codec.h"
 #include "southbound/entity_diff.h"
+#include "southbound/intent_reconciler.h"
 #include "southbound/intent_translator.h"
 #include "southbound/p4info_index.h"
 
 namespace inac::southbound {
-namespace {
-
-// ReconcileStats::errors holds at most this many lines, then a summary line (switch_client.h).
-constexpr size_t kMaxErrorLines = 20;
-
-absl::string_view UpdateTypeName(p4::v1::Update::Type type) {
-  switch (type) {
-    case p4::v1::Update::INSERT:
-      return "INSERT";
-    case p4::v1::Update::MODIFY:
-      return "MODIFY";
-    case p4::v1::Update::DELETE:
-      return "DELETE";
-    default:
-      return "UPDATE";
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct FakeSwitchClient::State {
   std::unique_ptr<IntentTranslator> translator;
@@ -135,12 +118,7 @@ absl::StatusOr<ReconcileStats> FakeSwitchClient::Reconcile(const core::SwitchInt
     for (const auto& update : updates) {
       const std::string description = DescribeEntity(update.entity());
       if (!s.refuse_substring.empty() && absl::StrContains(description, s.refuse_substring)) {
-        ++stats.failed;
-        // The format of ReconcileStats::errors: "INSERT table_entry{...}: CODE: message".
-        if (stats.errors.size() < kMaxErrorLines) {
-          stats.errors.push_back(absl::StrCat(UpdateTypeName(update.type()), " ", description, ": ",
-                                              s.refuse_status.ToString()));
-        }
+        RecordRefusal(update, s.refuse_status, &stats);
         continue;
       }
       auto canonical = CanonicalEntity(update.entity());
@@ -156,10 +134,7 @@ absl::StatusOr<ReconcileStats> FakeSwitchClient::Reconcile(const core::SwitchInt
   apply(diff->deletes, &stats.deleted);
   apply(diff->modifies, &stats.modified);
   apply(diff->inserts, &stats.inserted);
-  if (stats.failed > static_cast<int64_t>(stats.errors.size())) {
-    stats.errors.push_back(
-        absl::StrCat("... and ", stats.failed - stats.errors.size(), " more refused updates"));
-  }
+  FinishRefusals(&stats);
   if (stats.converged()) {
     s.applied = intent;
   } else {
