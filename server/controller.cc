@@ -320,9 +320,13 @@ void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::Switc
   // The managed switches, with the version a visit of this process confirmed.
   const std::map<std::string, int64_t> applied = fleet_.ConfirmedVersions();
   std::map<core::JobId, bool> ready;
+  std::set<core::JobId> programmed;  // jobs with entries on at least one managed switch
   for (const core::Job& job : active->jobs) ready[job.id] = true;
   for (const auto& intent : intents) {
     auto it = applied.find(intent.switch_id);
+    if (it != applied.end()) {
+      for (core::JobId id : JobsOf(intent)) programmed.insert(id);
+    }
     bool ok = it == applied.end() ||  // unmanaged switches need nothing
               it->second >= plan_version;
     if (ok) continue;
@@ -338,8 +342,16 @@ void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::Switc
     core::JobUpdate u;
     u.state = core::JobState::kRunning;
     updates.push_back({id, u});
-    events.push_back(MakeEvent(now, "job_running", id,
-                               absl::StrCat("every switch applied plan ", plan_version)));
+    // On a fabric without a managed switch nothing was programmed for the job: say so.
+    std::string message = absl::StrCat("every switch applied plan ", plan_version);
+    if (applied.empty()) {
+      message = absl::StrCat("plan ", plan_version,
+                             ": no switch of the topology is managed (no p4runtime endpoint), so "
+                             "nothing was programmed for this job");
+    } else if (!programmed.count(id)) {
+      absl::StrAppend(&message, " (the job needs no entry on a managed switch)");
+    }
+    events.push_back(MakeEvent(now, "job_running", id, message));
   }
   if (!updates.empty()) ApplyJobUpdates(updates, events, now);
 }

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
 #include "server/controller.h"
@@ -207,6 +208,41 @@ TEST_F(ChurnTest, AStoredJobThatBreaksALimitFails) {
   EXPECT_EQ(old->state, core::JobState::kFailed);
   EXPECT_TRUE(old->failure_reason.find("tenant") != std::string::npos) << old->failure_reason;
   EXPECT_NE(State(good), core::JobState::kPending);
+}
+
+}  // namespace
+}  // namespace inac::server
+
+namespace inac::server {
+namespace {
+
+// A fabric whose switches have no P4Runtime endpoint: jobs run on nothing INAC programmed, and
+// the job's running event says so (issue 14, item 8).
+TEST(UnmanagedFabricTest, ARunningJobSaysNothingWasProgrammed) {
+  storage::InMemoryStorage storage;
+  testing::FakeFabric fabric;
+  ControllerOptions o;
+  o.debounce_ms = 0;
+  o.timer_ms = 3600000;
+  Controller controller(&storage, fabric.Factory(), SystemClockMs, o);
+  ASSERT_TRUE(controller.Start().ok());
+  ASSERT_TRUE(controller.PutTopology(fixtures::LeafSpine(2, 2, 2)).ok());
+  std::vector<core::Problem> problems;
+  auto created = controller.SubmitJob(
+      core::JobSpecFromJson(fixtures::SmallLeafSpineJob("j"), "", &problems), std::nullopt);
+  ASSERT_TRUE(problems.empty());
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(controller.Sync(60000).ok());
+  ASSERT_TRUE(controller.Sync(60000).ok());
+  core::EventFilter filter;
+  filter.job_id = created->job.id;
+  filter.kind = "job_running";
+  auto events = controller.Events(filter);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_TRUE(absl::StrContains((*events)[0].message, "nothing was programmed"))
+      << (*events)[0].message;
+  controller.Stop();
 }
 
 }  // namespace
