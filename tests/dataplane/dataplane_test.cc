@@ -320,17 +320,28 @@ TEST_F(DataplaneTest, TwoJobsBeyondTheirGrantsPreemptAndStayExact) {
   // at most, so the two jobs' slots overlap.
   const std::vector<std::string> args = {"--size", "262144", "--window", absl::StrCat(kPool)};
   const std::vector<std::string> ps_args = {"--size", "262144"};
-  AllReduce a = StartAllReduce(low, low_workers, "h4", args, ps_args);
-  AllReduce b = StartAllReduce(high, high_workers, "h5", args, ps_args);
-  std::vector<AgentRun> low_runs = Wait(std::move(a));
-  std::vector<AgentRun> high_runs = Wait(std::move(b));
-  const int64_t finished_ms = absl::ToUnixMillis(absl::Now()) + 500;
-  for (const auto* runs : {&low_runs, &high_runs}) {
-    for (const AgentRun& r : *runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
-    std::printf("[ info ] ps %s: %s\n", (*runs)[0].host.c_str(), (*runs)[0].report.dump().c_str());
+  // Whether the two runs' chunks meet in a slot while one holds a partial aggregate depends on
+  // how the agents' processes are scheduled; on a loaded machine a run can miss it (seen on CI
+  // about 1 in 10). The contention runs again once then: the counters are cumulative, and two
+  // runs without a single preemption fail the test.
+  Json low_counters, high_counters;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    AllReduce a = StartAllReduce(low, low_workers, "h4", args, ps_args);
+    AllReduce b = StartAllReduce(high, high_workers, "h5", args, ps_args);
+    std::vector<AgentRun> low_runs = Wait(std::move(a));
+    std::vector<AgentRun> high_runs = Wait(std::move(b));
+    const int64_t finished_ms = absl::ToUnixMillis(absl::Now()) + 500;
+    for (const auto* runs : {&low_runs, &high_runs}) {
+      for (const AgentRun& r : *runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+      std::printf("[ info ] ps %s: %s\n", (*runs)[0].host.c_str(),
+                  (*runs)[0].report.dump().c_str());
+    }
+    low_counters = AwaitCounters(low, finished_ms);
+    high_counters = AwaitCounters(high, finished_ms);
+    if (low_counters.value("preempted_packets", int64_t{0}) > 0) break;
+    std::printf("[ info ] attempt %d: no preemption observed; running the contention again\n",
+                attempt);
   }
-  Json low_counters = AwaitCounters(low, finished_ms);
-  Json high_counters = AwaitCounters(high, finished_ms);
   std::printf("[ info ] low-priority job counters: %s\n", low_counters.dump().c_str());
   std::printf("[ info ] high-priority job counters: %s\n", high_counters.dump().c_str());
   // The low-priority job lost aggregators to the high-priority one; the reverse never happens.
