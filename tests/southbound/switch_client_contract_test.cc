@@ -28,6 +28,7 @@
 #include "southbound/switch_client.h"
 #include "southbound/switch_session.h"
 #include "southbound/testing/fake_switch_client.h"
+#include "tests/fixtures/sample_intents.h"
 
 namespace inac::southbound {
 namespace {
@@ -42,32 +43,8 @@ constexpr ElectionId kOtherElectionId{0, 1000};
 // A generous bound for events that happen in milliseconds; never part of an assertion on time.
 constexpr absl::Duration kWait = absl::Seconds(20);
 
-// A switch intent with `jobs` aggregation tags, each with `inputs` workers, one route per worker,
-// a result route and a multicast group (as tests/southbound/switch_client_test.cc builds them).
 core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version = 1) {
-  core::SwitchIntent intent;
-  intent.switch_id = kSwitchId;
-  intent.version = version;
-  for (int j = 0; j < jobs; ++j) {
-    const core::JobId job = 100 + j;
-    const uint32_t tag = static_cast<uint32_t>(job * 8);
-    const uint32_t group = static_cast<uint32_t>(1 + j);
-    const uint32_t ps = 0x0b000000u + j;
-    intent.jobs.push_back(core::JobAggregationIntent{
-        tag, job, static_cast<uint32_t>(inputs),
-        inputs >= 64 ? ~uint64_t{0} : (uint64_t{1} << inputs) - 1, group,
-        static_cast<uint32_t>(j * 16), 16, static_cast<int32_t>(j % 5) - 2, ps});
-    for (int i = 0; i < inputs; ++i) {
-      const uint32_t worker = 0x0a000000u + static_cast<uint32_t>(j * 256 + i);
-      intent.inputs.push_back(
-          core::AggregationInputIntent{tag, job, worker, static_cast<uint32_t>(i)});
-      intent.routes.push_back(
-          core::RouteIntent{tag, job, worker, ps, static_cast<uint32_t>(1 + i % 32), 0});
-    }
-    intent.routes.push_back(core::RouteIntent{tag, job, ps, 0, 0, group});
-    intent.multicast_groups.push_back(core::MulticastGroupIntent{group, job, {1, 2, 3}});
-  }
-  return intent;
+  return fixtures::SampleSwitchIntent(kSwitchId, jobs, inputs, version);
 }
 
 // MakeIntent plus the hosts behind two ports (fabric state of the egress ina_host table).

@@ -25,6 +25,7 @@
 #include "southbound/p4runtime_switch_client.h"
 #include "southbound/switch_session.h"
 #include "southbound/testing/fake_switch_client.h"
+#include "tests/fixtures/sample_intents.h"
 
 namespace inac::southbound {
 namespace {
@@ -68,32 +69,8 @@ IntentTranslator Translator() {
   return *std::move(translator);
 }
 
-// A switch intent with `jobs` aggregation tags, each with `inputs` workers, one route per worker,
-// a result route and a multicast group.
 core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version = 1) {
-  core::SwitchIntent intent;
-  intent.switch_id = "leaf1";
-  intent.version = version;
-  for (int j = 0; j < jobs; ++j) {
-    const core::JobId job = 100 + j;
-    const uint32_t tag = static_cast<uint32_t>(job * 8);
-    const uint32_t group = static_cast<uint32_t>(1 + j);
-    const uint32_t ps = 0x0b000000u + j;
-    intent.jobs.push_back(core::JobAggregationIntent{
-        tag, job, static_cast<uint32_t>(inputs),
-        inputs >= 64 ? ~uint64_t{0} : (uint64_t{1} << inputs) - 1, group,
-        static_cast<uint32_t>(j * 16), 16, static_cast<int32_t>(j % 5) - 2, ps});
-    for (int i = 0; i < inputs; ++i) {
-      const uint32_t worker = 0x0a000000u + static_cast<uint32_t>(j * 256 + i);
-      intent.inputs.push_back(
-          core::AggregationInputIntent{tag, job, worker, static_cast<uint32_t>(i)});
-      intent.routes.push_back(
-          core::RouteIntent{tag, job, worker, ps, static_cast<uint32_t>(1 + i % 32), 0});
-    }
-    intent.routes.push_back(core::RouteIntent{tag, job, ps, 0, 0, group});
-    intent.multicast_groups.push_back(core::MulticastGroupIntent{group, job, {1, 2, 3}});
-  }
-  return intent;
+  return fixtures::SampleSwitchIntent("leaf1", jobs, inputs, version);
 }
 
 int64_t EntityCount(const core::SwitchIntent& intent) {
