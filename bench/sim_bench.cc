@@ -9,6 +9,7 @@
 //   S3: S1 with 2,000 aggregators.
 //   S4: fat-tree k = 8 (INA edge switches, 20,000 aggregators, 6.4 Tbps), 100 jobs of the mix at
 //       80 % offered load, grid routing (no_ina routing for the no_ina policy).
+//   stragglers: ESA vs ATP vs SwitchML vs no INA over straggler spread x memory x job size.
 //   speed: 5,000 jobs of the mix on the ToR at 80 % offered load, esa.
 // Placement: least-loaded hosts (shared). Routing on the ToR: atp (aggregate at the ToR).
 #include <chrono>
@@ -225,6 +226,66 @@ void Sweep() {
   }
 }
 
+// Issue 15 item 7: ESA vs ATP vs SwitchML vs no INA across straggler spread x memory x job size,
+// one JSON line per point. The ToR of S1; 12 jobs of `workers` workers each (the 8 built-in
+// models cycled), all at t = 0, 200 iterations; stragglers: every worker's arrival offset per
+// chunk is exponential with mean `spread` (StragglerModel, docs/memory.md "Stragglers").
+// With `fixed_skew` (the model before issue 15), the same straggler range is a fixed skew
+// (AggregatorTimingOptions::arrival_spread_us = the sampled mean range) and a preempted chunk
+// loses half an aggregation: the rows show what the preemption model changed.
+void StragglerGrid(bool fixed_skew) {
+  const auto models = inac::core::BuiltinModels();
+  for (double spread_us : {0.0, 100.0, 1000.0, 5000.0}) {
+    if (fixed_skew && spread_us == 0) continue;
+    for (const auto& [memory_name, aggregators] :
+         std::vector<std::pair<std::string, int64_t>>{{"scarce", 2000}, {"ample", 20000}}) {
+      for (int workers : {8, 16, 32}) {
+        std::vector<TraceJob> jobs;
+        for (int k = 0; k < 12; ++k) {
+          const auto& m = models[k % models.size()];
+          TraceJob j;
+          j.name = absl::StrCat(std::string(m.name), "-", workers, "w-", k);
+          j.model = std::string(m.name);
+          j.gradient_bytes = m.gradient_bytes;
+          j.compute_ms = m.compute_ms;
+          j.workers = workers;
+          j.iterations = 200;
+          jobs.push_back(j);
+        }
+        inac::scheduler::AggregatorTimingOptions timing;
+        timing.stragglers = {
+            .distribution = spread_us > 0 ? inac::scheduler::StragglerDistribution::kExponential
+                                          : inac::scheduler::StragglerDistribution::kNone,
+            .spread_us = spread_us};
+        if (fixed_skew) {
+          timing.arrival_spread_us +=
+              inac::scheduler::SampleChunkArrivals(timing.stragglers, workers).mean_range_us;
+          timing.stragglers = {};
+        }
+        const auto topo = Tor(aggregators);
+        std::map<MemoryPolicy, Outcome> out;
+        for (MemoryPolicy p : {MemoryPolicy::kEsa, MemoryPolicy::kAtp, MemoryPolicy::kSwitchMl,
+                               MemoryPolicy::kNoIna}) {
+          out[p] = RunPolicy(topo, jobs, p, "atp", timing);
+        }
+        const double esa = out[MemoryPolicy::kEsa].mean_jct_s;
+        std::printf(
+            "{\"bench\":\"sim_stragglers\",\"model\":\"%s\",\"spread_us\":%.0f,\"memory\":\"%s\","
+            "\"aggregators\":%lld,\"workers\":%d,\"esa\":%.3f,\"atp\":%.3f,\"switchml\":%.3f,"
+            "\"no_ina\":%.3f,\"atp_over_esa\":%.4f,\"switchml_over_esa\":%.4f,"
+            "\"no_ina_over_esa\":%.4f,\"esa_preemptions\":%.4g}\n",
+            fixed_skew ? "fixed_skew_half_loss" : "exponential_stragglers", spread_us,
+            memory_name.c_str(), static_cast<long long>(aggregators), workers, esa,
+            out[MemoryPolicy::kAtp].mean_jct_s, out[MemoryPolicy::kSwitchMl].mean_jct_s,
+            out[MemoryPolicy::kNoIna].mean_jct_s, out[MemoryPolicy::kAtp].mean_jct_s / esa,
+            out[MemoryPolicy::kSwitchMl].mean_jct_s / esa,
+            out[MemoryPolicy::kNoIna].mean_jct_s / esa, out[MemoryPolicy::kEsa].preemptions);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,6 +305,10 @@ int main(int argc, char** argv) {
     Scenario("S4", fat, Poisson(100, rate, 4), "grid", rate);
   }
   if (only == "sweep") Sweep();
+  if (want("stragglers")) {
+    StragglerGrid(false);
+    StragglerGrid(true);
+  }
   if (want("speed")) {
     const auto trace = Poisson(5000, tor_rate, 5);
     const Outcome o = RunPolicy(Tor(20000), trace, MemoryPolicy::kEsa, "atp");

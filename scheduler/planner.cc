@@ -71,6 +71,9 @@ absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
   input.options.paths = o.paths;
   input.options.lp_time_limit_s = o.lp_time_limit_s;
   input.options.mip_time_limit_s = o.mip_time_limit_s;
+  // The data plane's intents aggregate at one level (core::DeriveSwitchIntents): no ATP
+  // re-aggregation in a plan that is deployed.
+  input.options.reaggregation = false;
   std::vector<const core::Job*> rings;
   for (const core::Job& job : request.jobs) {
     if (job.spec.allreduce == core::AllReduce::kRing) {
@@ -98,8 +101,12 @@ absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
     if (absl::Status s = AssignAggregators(graph, states, request.previous, mem, &plan); !s.ok()) {
       return s;
     }
-    // Re-score with the memory caps the allocation implies.
-    auto evaluation = EvaluatePlan(input, plan);
+    // Re-score with the memory caps the allocation implies, with the hold time the grants were
+    // sized with (one hold-time model: GrantHoldUs), not the route's round trip.
+    auto evaluation =
+        EvaluatePlan(input, plan, [&](const core::JobPlan& jp, const std::string& sw) {
+          return GrantHoldUs(graph, jp, sw, mem);
+        });
     if (evaluation.ok()) {
       ApplyEvaluation(*evaluation, &plan);
       for (const JobEvaluation& e : evaluation->jobs) out.reports[e.job_id].evaluation = e;

@@ -3,7 +3,8 @@
 //
 // Contract:
 //  - ComputePlan is pure and deterministic for a request: routing of the parameter-server jobs
-//    (scheduler::PlanRouting with options.algorithm, seed, rounds, paths and time limits), then
+//    (scheduler::PlanRouting with options.algorithm, seed, rounds, paths and time limits, and
+//    single-level aggregation -- PlanningOptions::reaggregation false -- as the data plane), then
 //    aggregator memory (scheduler::AssignAggregators with options.memory_policy, each job's
 //    memory state taken at now_ms), then re-scoring with the memory caps (EvaluatePlan), then
 //    ring all-reduce jobs (ring in worker order, no switch state: Rina is a later issue), batch

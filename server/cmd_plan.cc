@@ -111,6 +111,7 @@ int Run(const PlanArgs& a) {
       planner["lp_columns"] = d.lp_columns;
       planner["lp_rows"] = d.lp_rows;
     }
+    if (!d.lp_bound_source.empty()) planner["lp_bound"] = d.lp_bound_source;
     job["planner"] = planner;
   }
   std::cout << out.dump(a.compact ? -1 : 2) << "\n";
@@ -127,7 +128,8 @@ void AddPlanCommand(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   cmd->add_option("--topology", args->topology, "Topology JSON file")->required();
   cmd->add_option("--jobs", args->jobs, "Jobs JSON file ({\"jobs\": [...]})")->required();
-  cmd->add_option("--algorithm", args->algorithm, "no_ina|atp|switchml|grid|inart|optimal")
+  cmd->add_option("--algorithm", args->algorithm,
+                  "no_ina|atp|atp_sharded|switchml|grid|inart|optimal")
       ->check(CLI::IsMember(scheduler::RoutingAlgorithmNames()))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the randomised rounding")->capture_default_str();

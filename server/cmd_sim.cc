@@ -37,6 +37,8 @@ struct SimArgs {
   std::string routing;  // default: no_ina for --policy no_ina, atp otherwise
   std::string placement = "shared";
   double spread_us = 2.0;
+  std::string stragglers = "none";
+  double straggler_us = 0;
   double link_latency_us = 1.0;
   double host_turnaround_us = 2.0;
   double milestone = 0.1;
@@ -151,6 +153,12 @@ void Run(SimArgs a) {
   if (!routing.ok()) problems.push_back(std::string(routing.status().message()));
   std::optional<scheduler::PlacementRule> placement = scheduler::ParsePlacementRule(a.placement);
   if (!placement) problems.push_back("--placement must be shared, pack, spread or random");
+  std::optional<scheduler::StragglerDistribution> stragglers;
+  if (a.stragglers == "none") stragglers = scheduler::StragglerDistribution::kNone;
+  if (a.stragglers == "uniform") stragglers = scheduler::StragglerDistribution::kUniform;
+  if (a.stragglers == "exponential") stragglers = scheduler::StragglerDistribution::kExponential;
+  if (!stragglers) problems.push_back("--stragglers must be none, uniform or exponential");
+  if (!(a.straggler_us >= 0)) problems.push_back("--straggler-us must be >= 0");
   if (a.trace.empty() == a.generate.empty()) {
     problems.push_back("give exactly one of --trace FILE and --generate ARRIVALS");
   }
@@ -230,9 +238,11 @@ void Run(SimArgs a) {
   options.milestone_fraction = a.milestone;
   options.traffic = a.traffic == "continuous" ? scheduler::TrafficModel::kContinuous
                                               : scheduler::TrafficModel::kOnOff;
-  options.timing = {.default_link_latency_us = a.link_latency_us,
-                    .host_turnaround_us = a.host_turnaround_us,
-                    .arrival_spread_us = a.spread_us};
+  options.timing = {
+      .default_link_latency_us = a.link_latency_us,
+      .host_turnaround_us = a.host_turnaround_us,
+      .arrival_spread_us = a.spread_us,
+      .stragglers = {.distribution = *stragglers, .spread_us = a.straggler_us, .seed = a.seed}};
   options.record_timeline = !a.timeline.empty();
   absl::StatusOr<scheduler::SimResult> result;
   {
@@ -275,12 +285,19 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--models", a->models, "Models of generated jobs (default: every built-in)");
   cmd->add_option("--policy", a->policy, "Memory policy: esa|atp|switchml|no_ina")
       ->capture_default_str();
-  cmd->add_option("--routing", a->routing,
-                  "Routing algorithm (no_ina|atp|switchml|grid|inart|...; default atp, no_ina "
-                  "for --policy no_ina)");
+  cmd->add_option(
+      "--routing", a->routing,
+      "Routing algorithm (no_ina|atp|atp_sharded|switchml|grid|inart|...; default atp, no_ina "
+      "for --policy no_ina)");
   cmd->add_option("--placement", a->placement, "Host placement: shared|pack|spread|random")
       ->capture_default_str();
   cmd->add_option("--spread-us", a->spread_us, "Arrival spread of a chunk's fragments")
+      ->capture_default_str();
+  cmd->add_option("--stragglers", a->stragglers,
+                  "Per-chunk worker arrival offsets: none|uniform|exponential (docs/memory.md)")
+      ->capture_default_str();
+  cmd->add_option("--straggler-us", a->straggler_us,
+                  "Straggler spread: uniform on [0, this] or exponential of this mean")
       ->capture_default_str();
   cmd->add_option("--link-latency-us", a->link_latency_us, "Latency of links that state none")
       ->capture_default_str();

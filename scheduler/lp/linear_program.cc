@@ -26,6 +26,13 @@ std::vector<double> ToCoin(const std::vector<double>& v) {
   return out;
 }
 
+// Row-major form of the triplets with repeated (row, column) entries summed.
+struct RowMajor {
+  std::vector<int> start;  // per row, into col/val; size rows + 1
+  std::vector<int> col;
+  std::vector<double> val;
+};
+
 }  // namespace
 
 class SolverAccess {
@@ -45,7 +52,164 @@ class SolverAccess {
   static const std::vector<double>& RowUpper(const LinearProgram& p) { return p.row_upper_; }
   static const std::vector<char>& Integer(const LinearProgram& p) { return p.integer_; }
   static bool Maximize(const LinearProgram& p) { return p.maximize_; }
+  static RowMajor Rows(const LinearProgram& p) {
+    const int rows = p.num_rows();
+    std::vector<int> order(p.elements_.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int>(k);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return p.row_index_[a] != p.row_index_[b] ? p.row_index_[a] < p.row_index_[b]
+                                                : p.col_index_[a] < p.col_index_[b];
+    });
+    RowMajor m;
+    std::vector<int> count(rows, 0);
+    int last_row = -1, last_col = -1;
+    for (int k : order) {
+      const int r = p.row_index_[k];
+      const int c = p.col_index_[k];
+      if (r == last_row && c == last_col) {
+        m.val.back() += p.elements_[k];
+        continue;
+      }
+      m.col.push_back(c);
+      m.val.push_back(p.elements_[k]);
+      ++count[r];
+      last_row = r;
+      last_col = c;
+    }
+    m.start.assign(rows + 1, 0);
+    for (int r = 0; r < rows; ++r) m.start[r + 1] = m.start[r] + count[r];
+    return m;
+  }
 };
+
+namespace {
+
+// Column bounds with every infinite bound replaced, where the rows imply one, by that implied
+// bound (activity-based bound tightening; finite declared bounds are kept as they are).
+void ImpliedBounds(const LinearProgram& p, const RowMajor& m, std::vector<double>* lower,
+                   std::vector<double>* upper) {
+  using A = SolverAccess;
+  *lower = A::ColLower(p);
+  *upper = A::ColUpper(p);
+  const std::vector<double>& rl = A::RowLower(p);
+  const std::vector<double>& ru = A::RowUpper(p);
+  auto relax = [](double v, int dir) { return v + dir * 1e-9 * std::max(1.0, std::abs(v)); };
+  for (int pass = 0; pass < 8; ++pass) {
+    bool changed = false;
+    for (int r = 0; r < p.num_rows(); ++r) {
+      // Finite parts of the smallest / largest activity, and how many entries are infinite.
+      double min_sum = 0, max_sum = 0;
+      int min_inf = 0, max_inf = 0;
+      for (int k = m.start[r]; k < m.start[r + 1]; ++k) {
+        const double a = m.val[k];
+        const double lo = (*lower)[m.col[k]], hi = (*upper)[m.col[k]];
+        if (a == 0) continue;
+        const double vmin = a > 0 ? a * lo : a * hi;
+        const double vmax = a > 0 ? a * hi : a * lo;
+        if (std::isinf(vmin)) {
+          ++min_inf;
+        } else {
+          min_sum += vmin;
+        }
+        if (std::isinf(vmax)) {
+          ++max_inf;
+        } else {
+          max_sum += vmax;
+        }
+      }
+      for (int k = m.start[r]; k < m.start[r + 1]; ++k) {
+        const double a = m.val[k];
+        const int c = m.col[k];
+        if (a == 0) continue;
+        const double lo = (*lower)[c], hi = (*upper)[c];
+        const double vmin = a > 0 ? a * lo : a * hi;
+        const double vmax = a > 0 ? a * hi : a * lo;
+        // a·x_c <= ru - (smallest activity of the others).
+        if (!std::isinf(ru[r]) && min_inf - (std::isinf(vmin) ? 1 : 0) == 0) {
+          const double rest = min_sum - (std::isinf(vmin) ? 0 : vmin);
+          const double v = (ru[r] - rest) / a;
+          if (a > 0 && std::isinf((*upper)[c])) {
+            (*upper)[c] = relax(v, +1);
+            changed = true;
+          } else if (a < 0 && std::isinf((*lower)[c])) {
+            (*lower)[c] = relax(v, -1);
+            changed = true;
+          }
+        }
+        // a·x_c >= rl - (largest activity of the others).
+        if (!std::isinf(rl[r]) && max_inf - (std::isinf(vmax) ? 1 : 0) == 0) {
+          const double rest = max_sum - (std::isinf(vmax) ? 0 : vmax);
+          const double v = (rl[r] - rest) / a;
+          if (a > 0 && std::isinf((*lower)[c])) {
+            (*lower)[c] = relax(v, -1);
+            changed = true;
+          } else if (a < 0 && std::isinf((*upper)[c])) {
+            (*upper)[c] = relax(v, +1);
+            changed = true;
+          }
+        }
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+// max over v in [lo, hi] of s·v (+inf when unbounded in the improving direction).
+double MaxLinear(double s, double lo, double hi) {
+  if (s > 0) return std::isinf(hi) ? kInfinity : s * hi;
+  if (s < 0) return std::isinf(lo) ? kInfinity : s * lo;
+  return 0;
+}
+
+}  // namespace
+
+std::optional<double> LagrangianBound(const LinearProgram& program,
+                                      const std::vector<double>& row_duals) {
+  using A = SolverAccess;
+  if (static_cast<int>(row_duals.size()) != program.num_rows()) return std::nullopt;
+  const RowMajor m = A::Rows(program);
+  std::vector<double> lower, upper;
+  ImpliedBounds(program, m, &lower, &upper);
+  // In the maximisation sense: minimise c'x = -maximise (-c)'x.
+  const double sense = A::Maximize(program) ? 1.0 : -1.0;
+  const std::vector<double>& c = A::Objective(program);
+  const std::vector<double>& rl = A::RowLower(program);
+  const std::vector<double>& ru = A::RowUpper(program);
+  // Each candidate with its safety margin against rounding: the sum of n terms is off by at most
+  // about n·eps·Σ|term|, so 1e-10·Σ|term| (n up to 10^5) plus 1e-9 of the result.
+  std::optional<double> best;
+  for (double sign : {1.0, -1.0}) {
+    std::vector<double> y(program.num_rows());
+    double bound = 0, magnitude = 0;
+    for (int r = 0; r < program.num_rows(); ++r) {
+      y[r] = sign * row_duals[r];
+      if (!std::isfinite(y[r])) y[r] = 0;
+      double term = MaxLinear(y[r], rl[r], ru[r]);
+      if (std::isinf(term)) {
+        y[r] = 0;  // any multiplier is allowed; this one would make the bound infinite
+        term = 0;
+      }
+      bound += term;
+      magnitude += std::abs(term);
+    }
+    std::vector<double> d(program.num_columns());
+    for (int j = 0; j < program.num_columns(); ++j) d[j] = sense * c[j];
+    for (int r = 0; r < program.num_rows(); ++r) {
+      if (y[r] == 0) continue;
+      for (int k = m.start[r]; k < m.start[r + 1]; ++k) d[m.col[k]] -= y[r] * m.val[k];
+    }
+    for (int j = 0; j < program.num_columns() && !std::isinf(bound); ++j) {
+      const double term = MaxLinear(d[j], lower[j], upper[j]);
+      bound += term;
+      magnitude += std::abs(term);
+    }
+    if (std::isinf(bound) || std::isnan(bound)) continue;
+    const double safe = bound + 1e-10 * magnitude + 1e-9 * std::max(1.0, std::abs(bound));
+    if (!best || safe < *best) best = safe;
+  }
+  if (!best) return std::nullopt;
+  return sense * *best;
+}
 
 int LinearProgram::AddColumn(double lower, double upper, double objective) {
   col_lower_.push_back(lower);
@@ -118,6 +282,13 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
   }
   TwoStageSolution out;
   Solution& s = out.first;
+  // Not optimal: the only bound is the weak-duality bound of the solver's last row duals (its
+  // primal objective is a value some feasible point reaches, not a bound).
+  auto dual_bound = [&]() -> std::optional<double> {
+    const double* y = model.dualRowSolution();
+    if (y == nullptr) return std::nullopt;
+    return LagrangianBound(program, std::vector<double>(y, y + program.num_rows()));
+  };
   if (model.isProvenOptimal()) {
     s.status = SolveStatus::kOptimal;
   } else if (model.isProvenPrimalInfeasible()) {
@@ -128,12 +299,14 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
     return out;
   } else if (model.status() == 3 && model.primalFeasible()) {
     s.status = SolveStatus::kFeasible;
+    s.best_bound = dual_bound();
   } else {
     s.status = SolveStatus::kNoSolution;
+    s.best_bound = dual_bound();
     return out;
   }
   s.objective = model.objectiveValue();
-  s.best_bound = s.objective;
+  if (s.status == SolveStatus::kOptimal) s.best_bound = s.objective;
   const double* x = model.primalColumnSolution();
   s.values.assign(x, x + program.num_columns());
   if (secondary.empty() || s.status != SolveStatus::kOptimal) return out;

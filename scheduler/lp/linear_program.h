@@ -10,6 +10,7 @@
 #pragma once
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,14 +64,32 @@ std::string SolveStatusName(SolveStatus status);
 
 struct Solution {
   SolveStatus status = SolveStatus::kNoSolution;
-  double objective = 0;
+  double objective = 0;        // of `values` (a primal point): never a bound unless kOptimal
   std::vector<double> values;  // per column; empty without a solution
-  // MIP only: the best bound proven by branch and bound (equal to objective when optimal).
-  double best_bound = 0;
+  // The best PROVEN bound on the optimum (maximise: an upper bound; minimise: a lower bound).
+  // kOptimal: the objective. An LP stopped by its time limit: the weak-duality bound of the
+  // solver's last row duals (LagrangianBound), nullopt when that is not finite. A MIP: CBC's best
+  // possible objective. nullopt when nothing is proven (infeasible, unbounded, no solution).
+  std::optional<double> best_bound;
 };
 
+// A bound on the optimum of `program` (maximise: upper; minimise: lower) from ANY row multipliers
+// `row_duals` (one per row), by weak duality (Lagrangian relaxation of the rows):
+//   max c'x  <=  Σ_i max_{v in [rl_i, ru_i]} y_i·v  +  Σ_j max_{x_j in [l_j, u_j]} (c - A'y)_j·x_j
+// valid for every y, whatever the solver's state or sign convention, because every feasible x
+// satisfies rl <= Ax <= ru and l <= x <= u. Infinite column bounds are first replaced by bounds the
+// rows imply (up to 8 passes of activity-based bound tightening, relaxed by 1e-9 relative); a
+// multiplier whose row term would be infinite is set to 0. Both y and -y are tried (solvers differ
+// in the sign of a maximisation's duals); the smaller (maximise) finite result is returned, with a
+// safety margin against rounding (1e-10 of the sum of the terms' magnitudes plus 1e-9 of the
+// result), nullopt when neither is finite. O(passes · nnz).
+std::optional<double> LagrangianBound(const LinearProgram& program,
+                                      const std::vector<double>& row_duals);
+
 // Solves the LP relaxation with CLP. Internal when CLP fails unexpectedly; infeasible/unbounded
-// models are reported in Solution::status, not as errors.
+// models are reported in Solution::status, not as errors. Stopped by `time_limit_s`: kFeasible
+// with the last primal point when it is primal feasible (its objective is NOT a bound), otherwise
+// kNoSolution; in both cases best_bound is the LagrangianBound of the last row duals, or nullopt.
 absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s);
 
 // Two stages on one CLP model: solves `program`, then keeps its objective within a relative

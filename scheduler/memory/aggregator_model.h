@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/plan.h"
 #include "core/topology.h"
@@ -33,6 +34,36 @@ std::string_view MemoryPolicyName(MemoryPolicy policy);
 // nullopt for an unknown name (exact, lower case).
 std::optional<MemoryPolicy> ParseMemoryPolicy(std::string_view name);
 
+// Stragglers (docs/memory.md "Stragglers"): per chunk, each of the n workers' fragments reaches
+// the aggregating switch at an offset drawn independently from `distribution`:
+//   kNone:        no offset (only AggregatorTimingOptions::arrival_spread_us, a fixed skew);
+//   kUniform:     uniform on [0, spread_us];
+//   kExponential: exponential with mean spread_us (a few slow workers, a long tail).
+// A chunk's aggregator then waits from its first to its last fragment: the expected range of the
+// n offsets is added to the hold of every policy (HoldTimeUs via TimingAt).
+enum class StragglerDistribution { kNone, kUniform, kExponential };
+
+struct StragglerModel {
+  StragglerDistribution distribution = StragglerDistribution::kNone;
+  double spread_us = 0;  // >= 0
+  uint64_t seed = 1;     // the sample of chunks below is a function of (model, n) only
+  int samples = 4096;    // chunks sampled
+};
+
+// What a sample of `samples` chunks of `workers` fragments each says (seeded, deterministic;
+// exact 0 / 0.5 for kNone or spread 0):
+//   mean_range_us: E[last - first offset], the straggler part of the hold;
+//   remaining_at_preemption: for a preemption at an instant uniform in a chunk's hold (weighted
+//     by the hold's length: a longer hold is hit more often), the expected fraction of the
+//     other n - 1 fragments that arrive after it, i.e. still go to the PS unaggregated. With
+//     evenly spread fragments it is 1/2; with an exponential tail most fragments are in when a
+//     chunk waits for its straggler, so it is 1 / H_{n-1} (0.39 for n = 8, 0.25 for n = 32).
+struct ChunkArrivalStats {
+  double mean_range_us = 0;
+  double remaining_at_preemption = 0.5;
+};
+ChunkArrivalStats SampleChunkArrivals(const StragglerModel& model, int workers);
+
 // Latency assumptions of the model. Link::latency_us overrides the default per link.
 struct AggregatorTimingOptions {
   // One-way latency of one link including the next switch's pipeline, when Link::latency_us is
@@ -43,15 +74,23 @@ struct AggregatorTimingOptions {
   // Time between the first and the last fragment of one chunk reaching the aggregating switch
   // (worker skew inside the communication phase).
   double arrival_spread_us = 2.0;
+  // Worker stragglers on top of that skew (none by default).
+  StragglerModel stragglers;
 };
 
 // The latencies one job sees at one aggregating switch.
 struct AggregationTiming {
-  double spread_us = 0;  // first to last fragment of a chunk
+  double spread_us = 0;  // first to last fragment of a chunk (skew + expected straggler range)
   double ps_rtt_us = 0;  // switch -> PS -> switch, including the PS's turnaround
+  // Fraction of a preempted chunk's other fragments still to come (ChunkArrivalStats).
+  double remaining_at_preemption = 0.5;
 };
 
-// How long one chunk holds one aggregator, microseconds:
+// THE hold-time model (one for the controller's grant, its rate cap and the simulator; ESA,
+// ICNP 2023, section 2.2 "synchronous deallocation", is the paper's; the straggler term and
+// the RTT from the plan's paths are INAC's reading). How long one chunk holds one aggregator,
+// microseconds, with spread = skew + E[straggler range of the n fragments] and
+// ps_rtt = 2 x (aggregator path latency to the PS) + host turnaround:
 //   esa:           spread                (released as soon as the aggregate is complete)
 //   atp, switchml: spread + ps_rtt       (released when the PS's result passes back; a SwitchML
 //                                          slot is reused only when that result came back)
@@ -75,7 +114,9 @@ double MemoryRateCapGbps(int64_t aggregators, double hold_us, int aggregator_byt
 double PathLatencyUs(const core::Graph& graph, const std::vector<std::string>& path,
                      const AggregatorTimingOptions& options);
 
-// The timing of `job` at `switch_id`: spread from the options; ps_rtt from the job's aggregator
+// The timing of `job` at `switch_id`: spread = options.arrival_spread_us plus the expected
+// straggler range of the fragments a chunk has there (n = distinct workers of the flows
+// aggregated at `switch_id`, at least 1; SampleChunkArrivals); ps_rtt from the job's aggregator
 // path from that switch to its PS (the longest one when the switch serves several PSs) plus the
 // host turnaround. A switch without an aggregator path (a plan that does not state one) gets
 // the default latency per hop of a one-hop path.

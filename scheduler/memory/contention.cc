@@ -8,7 +8,7 @@ namespace inac::scheduler {
 
 // Within a group of equal priority, with R = A - (occupancy of strictly higher priorities) left,
 // each job holds occ_j = b_j d_j (1 - (A - R + O - occ_j) / A) where O is the group's total and
-// b_j = 1 - q_j / 2. Solving for occ_j: occ_j = b_j d_j (R - O) / (A - b_j d_j), and summing gives
+// b_j = 1 - q_j l_j. Solving for occ_j: occ_j = b_j d_j (R - O) / (A - b_j d_j), and summing gives
 // O = S R / (1 + S) with S = sum b_j d_j / (A - b_j d_j): a closed form, no iteration. A job whose
 // effective demand b_j d_j reaches A takes everything left (shared equally among such jobs).
 SwitchContention HashedContention(MemoryPolicy policy, int64_t capacity,
@@ -46,8 +46,8 @@ SwitchContention HashedContention(MemoryPolicy policy, int64_t capacity,
       const double offered = std::max(0.0, load.chunks_per_s) * std::max(0.0, load.hold_s);
       const double demand = std::min(offered, a);
       c.preempted = (esa && a > 0) ? 1.0 - std::exp(-load.hold_s * higher_chunk_rate / a) : 0.0;
-      const double effective =
-          std::clamp(load.active_fraction, 0.0, 1.0) * demand * (1.0 - c.preempted / 2);
+      const double effective = std::clamp(load.active_fraction, 0.0, 1.0) * demand *
+                               (1.0 - c.preempted * std::clamp(load.preemption_loss, 0.0, 1.0));
       if (a > 0 && effective >= a * (1 - 1e-12)) {
         ++saturating;
       } else if (a > 0) {
@@ -84,7 +84,8 @@ SwitchContention HashedContention(MemoryPolicy policy, int64_t capacity,
       const double blocked = a > 0 ? (higher_occupancy + group_total - c.occupancy) / a : 1.0;
       c.collision =
           std::clamp(1.0 - (1.0 - std::clamp(blocked, 0.0, 1.0)) * demand / offered, 0.0, 1.0);
-      c.unaggregated = c.collision + (1 - c.collision) * c.preempted / 2;
+      c.unaggregated = c.collision +
+                       (1 - c.collision) * c.preempted * std::clamp(load.preemption_loss, 0.0, 1.0);
       c.preemptions_per_s = std::clamp(load.active_fraction, 0.0, 1.0) * load.chunks_per_s *
                             (1 - c.collision) * c.preempted;
     }

@@ -15,14 +15,16 @@
 //       p_j = 1 - (1 - H_j / A) * d_j / (c_j h_j),  H_j = occupancy of the others with
 //                                                    priority >= j's,
 //       q_j = 1 - exp(-h_j * sum_{i: prio_i > prio_j} c_i / A)   (held chunk is preempted),
-//       occ_j = c_j h_j (1 - p_j) (1 - q_j / 2).
-//     A preempted chunk sends its partial sum and, on average, half of its remaining fragments
-//     to the PS, so it counts as half a lost aggregation.
+//       occ_j = c_j h_j (1 - p_j) (1 - q_j l_j).
+//     A preempted chunk sends its partial sum (one packet, as the aggregate would) and the
+//     fragments still to come to the PS: it loses l_j = ChunkLoad::preemption_loss of an
+//     aggregation (1/2 for evenly spread fragments; less with a straggler tail, where a chunk
+//     is mostly complete while it waits: docs/memory.md "Stragglers").
 // On/off traffic (ChunkLoad::active_fraction f_j): a job's chunks meet the others' time-average
 // occupancy (independent phases), so every formula above holds with d_j, c_j replaced by
 // f_j d_j, f_j c_j where they describe what the job leaves for others (occupancy, preemption
 // hazard); p_j and q_j stay per chunk sent.
-// Unaggregated fraction psi_j = p_j + (1 - p_j) q_j / 2: per chunk the PS receives
+// Unaggregated fraction psi_j = p_j + (1 - p_j) q_j l_j: per chunk the PS receives
 // (1 - psi_j) + psi_j n_j streams' worth of bytes. At the fixed point sum occ_j <= A.
 // Solved by Gauss-Seidel sweeps in priority order (exact in one sweep when priorities are
 // distinct); deterministic; O(J^2) per sweep.
@@ -45,6 +47,10 @@ struct ChunkLoad {
   // jobs' chunks meet its mean occupancy f_j * occ_j, and its chunks preempt at mean rate
   // f_j * c_j; its own chunks are sent only while it is on.
   double active_fraction = 1;
+  // esa: fraction of a preempted chunk's aggregation lost -- the other fragments still to come
+  // when it is preempted (they go to the PS; the partial sum is one packet like the aggregate).
+  // 1/2 for evenly spread fragments; AggregationTiming::remaining_at_preemption with stragglers.
+  double preemption_loss = 0.5;
 };
 
 struct ChunkContention {

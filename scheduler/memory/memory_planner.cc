@@ -64,6 +64,11 @@ MemoryJobState MemoryJobStateFromJob(const core::Job& job, int64_t now_ms, int64
   return state;
 }
 
+double GrantHoldUs(const core::Graph& graph, const core::JobPlan& job, const std::string& switch_id,
+                   const MemoryPlannerOptions& options) {
+  return HoldTimeUs(options.policy, TimingAt(graph, job, switch_id, options.timing));
+}
+
 std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const core::JobPlan& job) {
   std::set<std::string> switches;
   auto add = [&](const std::string& id) {
@@ -89,6 +94,16 @@ void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::
     if (flow.path.empty() || flow.path.back() != switch_id) flow.path.push_back(switch_id);
     flow.path.insert(flow.path.end(), tail.empty() ? tail.end() : tail.begin() + 1, tail.end());
     flow.aggregation_node = flow.ps;
+  }
+  for (const core::AggregatorPlan& own : job->aggregator_paths) {
+    if (own.switch_id != switch_id || own.path.size() < 2) continue;
+    for (core::AggregatorPlan& child : job->aggregator_paths) {
+      if (child.switch_id == switch_id || child.ps != own.ps || child.path.empty() ||
+          child.path.back() != switch_id) {
+        continue;
+      }
+      child.path.insert(child.path.end(), own.path.begin() + 1, own.path.end());
+    }
   }
   std::erase_if(job->aggregator_paths,
                 [&](const core::AggregatorPlan& agg) { return agg.switch_id == switch_id; });
@@ -167,7 +182,7 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
     for (const std::string& sw : AggregatingSwitches(graph, jp)) {
       const int node = graph.index(sw);
       const int bytes = graph.topology().switches[node].ina.aggregator_bytes;
-      const double hold = HoldTimeUs(options.policy, TimingAt(graph, jp, sw, options.timing));
+      const double hold = GrantHoldUs(graph, jp, sw, options);
       MemoryDemand demand{.job_id = jp.job_id,
                           .window = WindowAggregators(line_rate, hold, bytes),
                           .priority = jp.priority,

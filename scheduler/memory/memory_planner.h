@@ -55,6 +55,13 @@ struct MemoryPlannerOptions {
   bool fall_back_without_memory = true;
 };
 
+// The one hold-time model of a grant (ALGORITHMS.md section 3; docs/memory.md "Hold time"):
+// HoldTimeUs(options.policy, TimingAt(graph, job, switch_id, options.timing)). AssignAggregators
+// sizes windows with it and the planner's re-scoring (EvaluatePlan's memory cap) divides by it,
+// so a job granted its full window is never capped below the rate the window was sized for.
+double GrantHoldUs(const core::Graph& graph, const core::JobPlan& job, const std::string& switch_id,
+                   const MemoryPlannerOptions& options);
+
 // Sets aggregators and priority of every JobPlan of `plan`. `previous` (nullable) supplies the
 // aggregators each job held (SwitchML keeps its pools). Jobs that aggregate nowhere get an empty
 // map but still a priority. Errors: InvalidArgument when a JobPlan has no MemoryJobState (the
@@ -77,7 +84,8 @@ std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const cor
 
 // Re-points every flow of `job` aggregated at `switch_id` to its PS (path extended with the
 // switch's aggregator path toward that PS, or a fewest-hop path over up links when the plan has
-// none) and drops the switch's aggregator paths.
+// none) and drops the switch's aggregator paths; streams it re-aggregated (aggregator paths of
+// other switches ending at it, for the same PS) continue along its path instead.
 void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::JobPlan* job);
 
 }  // namespace inac::scheduler

@@ -42,12 +42,21 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
     return it == share.end() ? 0.0 : it->second;
   };
   std::map<std::pair<int, int>, double> stream_fraction;  // (switch, ps) -> largest fraction
-  std::map<std::pair<int, int>, double> stream_latency;
+  std::map<std::pair<int, int>, double> stream_latency;   // own arcs, then via's, to the PS
+  std::map<std::pair<int, int>, const RoutedStream*> stream_of;
   std::map<int, std::set<int>> tree;  // ps -> down arcs
   std::map<int, double> up;
+  for (const RoutedStream& st : job.streams) stream_of[{st.sw, st.ps}] = &st;
   for (const RoutedStream& st : job.streams) {
     double lat = 0;
-    for (int a : st.arcs) lat += network.latency_us(a);
+    const RoutedStream* cur = &st;
+    // Follow re-aggregation to the PS (bounded: a malformed cycle stops after every stream).
+    for (size_t hop = 0; cur != nullptr && hop <= job.streams.size(); ++hop) {
+      for (int a : cur->arcs) lat += network.latency_us(a);
+      if (cur->via < 0) break;
+      auto it = stream_of.find({cur->via, cur->ps});
+      cur = it == stream_of.end() ? nullptr : it->second;
+    }
     stream_latency[{st.sw, st.ps}] = lat;
   }
   JobUsage usage;
@@ -72,18 +81,36 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
     }
     max_route_us = std::max(max_route_us, lat);
   }
+  // A re-aggregating switch's stream is at least as large as each stream it re-aggregates.
+  for (size_t pass = 0; pass < job.streams.size(); ++pass) {
+    bool changed = false;
+    for (const RoutedStream& st : job.streams) {
+      if (st.via < 0) continue;
+      auto it = stream_fraction.find({st.sw, st.ps});
+      if (it == stream_fraction.end()) continue;
+      double& frac = stream_fraction[{st.via, st.ps}];
+      if (it->second > frac) {
+        frac = it->second;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
   std::map<int, double> memory_coef;
   for (const RoutedStream& st : job.streams) {
     auto it = stream_fraction.find({st.sw, st.ps});
     if (it == stream_fraction.end()) continue;  // nobody aggregates there: unused path
     double c = share_of(st.ps) * it->second;
     memory_coef[st.sw] += c;
+    if (st.via >= 0) {
+      Add(up, network.NodeResource(st.via), c);  // one more input of the re-aggregating switch
+    }
     if (st.arcs.empty()) continue;
     for (int a : st.arcs) {
       Add(up, network.ArcResource(a), c);
       tree[st.ps].insert(Network::Reverse(a));
     }
-    Add(up, network.NodeResource(st.ps), c);
+    if (st.via < 0) Add(up, network.NodeResource(st.ps), c);
   }
   std::map<int, double> down;
   for (const auto& [ps, arcs] : tree) {
@@ -93,12 +120,15 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
   usage.up = ToVector(up);
   usage.down = ToVector(down);
   usage.rtt_us = 2 * max_route_us;
-  if (!job.aggregators.empty() && usage.rtt_us > 0) {
+  if (!job.aggregators.empty()) {
     for (const auto& [sw, coef] : memory_coef) {
       auto it = job.aggregators.find(sw);
       if (it == job.aggregators.end() || coef <= 0) continue;
+      auto hold_it = job.hold_us.find(sw);
+      const double hold = hold_it != job.hold_us.end() ? hold_it->second : usage.rtt_us;
+      if (hold <= 0) continue;
       int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
-      double cap = static_cast<double>(it->second) * bytes * 8.0 / (usage.rtt_us * 1e3);
+      double cap = static_cast<double>(it->second) * bytes * 8.0 / (hold * 1e3);
       double limit = cap / coef;
       if (limit < usage.memory_limit_gbps) {
         usage.memory_limit_gbps = limit;
@@ -487,17 +517,44 @@ absl::StatusOr<RoutedJob> FlowEvaluator::FromJobPlan(const core::JobPlan& plan) 
   }
   std::set<std::pair<int, int>> streamed;
   for (const core::AggregatorPlan& a : plan.aggregator_paths) {
+    const int sw = g.index(a.switch_id), ps = g.index(a.ps);
+    if (sw >= 0 && ps >= 0) streamed.insert({sw, ps});
+  }
+  std::map<std::pair<int, int>, int> via_of;
+  for (const core::AggregatorPlan& a : plan.aggregator_paths) {
     RoutedStream st;
     st.sw = g.index(a.switch_id);
     st.ps = g.index(a.ps);
     if (st.sw < 0 || st.ps < 0) return bad("aggregator path names an unknown node");
-    if (a.path.empty() || a.path.front() != a.switch_id || a.path.back() != a.ps) {
-      return bad(absl::StrCat("aggregator path of ", a.switch_id, " must run to ", a.ps));
+    if (a.path.empty() || a.path.front() != a.switch_id) {
+      return bad(absl::StrCat("aggregator path of ", a.switch_id, " must start at it"));
+    }
+    if (a.path.back() != a.ps) {
+      // Re-aggregated at the switch it ends at (two-level aggregation).
+      const int via = g.index(a.path.back());
+      if (via < 0 || via == st.sw || !g.is_switch(via) || !g.ina_capable(via) ||
+          !streamed.count({via, st.ps})) {
+        return bad(absl::StrCat("aggregator path of ", a.switch_id, " must run to ", a.ps,
+                                " or to an INA switch that aggregates for it"));
+      }
+      st.via = via;
+      via_of[{st.sw, st.ps}] = via;
     }
     absl::Status s = to_arcs(a.path, &st.arcs);
     if (!s.ok()) return s;
-    streamed.insert({st.sw, st.ps});
     job.streams.push_back(std::move(st));
+  }
+  for (const auto& [key, first] : via_of) {
+    int at = first;
+    for (size_t hop = 0;; ++hop) {
+      auto it = via_of.find({at, key.second});
+      if (it == via_of.end()) break;
+      if (hop > via_of.size()) {
+        return bad(absl::StrCat("the re-aggregation chain from ", g.name(key.first),
+                                " never reaches ", g.name(key.second)));
+      }
+      at = it->second;
+    }
   }
   for (const auto& [sw, ps] : aggregating) {
     if (!streamed.count({sw, ps})) {
@@ -548,6 +605,11 @@ core::JobPlan FlowEvaluator::ToJobPlan(const RoutedJob& job) const {
 }
 
 absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan) {
+  return EvaluatePlan(input, plan, nullptr);
+}
+
+absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan,
+                                        const HoldTimeFunction& hold_us) {
   auto net = Network::Create(input);
   if (!net.ok()) return net.status();
   FlowEvaluator evaluator(**net);
@@ -555,6 +617,11 @@ absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::
   for (const core::JobPlan& jp : plan.jobs) {
     auto job = evaluator.FromJobPlan(jp);
     if (!job.ok()) return job.status();
+    if (hold_us) {
+      for (const auto& [sw, n] : job->aggregators) {
+        job->hold_us[sw] = hold_us(jp, (*net)->graph().name(sw));
+      }
+    }
     jobs.push_back(*std::move(job));
   }
   return evaluator.Evaluate(jobs);

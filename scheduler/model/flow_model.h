@@ -9,9 +9,16 @@
 //   - switch v (processing C_v): Σ_s x_s · Σ fractions of the flows aggregated at v.
 //   - PS s (ingress B_s): x_s · (fractions of its unaggregated flows + its incoming streams).
 //     A worker that is its own PS sends nothing over the network.
+//   - two-level aggregation (ATP's re-aggregation at the PS's ToR): a stream whose `via` is a
+//     switch u is aggregated again at u instead of reaching the PS: it charges its arcs (sw -> u)
+//     and u's processing (one input, x_s · its size), not the PS; u's own stream is at least as
+//     large as each stream it re-aggregates, and continues toward the PS (or a further via).
 //   - memory: with a_{j,v} aggregators of B bytes granted on switch v, λ · (stream fraction at v)
-//     ≤ a_{j,v} · B · 8 / RTT_j. RTT_j = 2 × the largest sum of link latencies along a route
-//     worker -> aggregation node -> PS (PlanningOptions::default_link_latency_us where unset).
+//     ≤ a_{j,v} · B · 8 / hold_{j,v}: hold_{j,v} is RoutedJob::hold_us[v] when set -- the planner
+//     sets it from the memory model (HoldTimeUs in scheduler/memory/aggregator_model.h, the
+//     same hold the grant was sized with) -- and otherwise RTT_j = 2 × the largest sum of link
+//     latencies along a route worker -> aggregation node -> PS
+//     (PlanningOptions::default_link_latency_us where unset).
 //     A job whose JobPlan::aggregators is empty is uncapped (plans that do not allocate memory);
 //     otherwise a switch without an entry is uncapped and an entry of 0 caps the job at rate 0.
 // The result goes back down a multicast tree per PS: the union of the reversed arcs of the job's
@@ -30,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -54,11 +62,15 @@ struct RoutedFlow {
   std::vector<int> arcs;
 };
 
-// The aggregated stream of switch `sw` toward `ps` over `arcs`.
+// The aggregated stream of switch `sw` toward `ps` over `arcs`: to the PS, or, when `via` >= 0,
+// to the INA switch `via`, which re-aggregates it with its own inputs for the same PS (two-level
+// aggregation; `via` must have a stream toward `ps` of its own, and chains must end at the PS).
+// In core::AggregatorPlan a re-aggregated stream is a path that ends at `via` instead of the PS.
 struct RoutedStream {
   int sw = -1;
   int ps = -1;
   std::vector<int> arcs;
+  int via = -1;
 };
 
 // Index form of a core::JobPlan on a Network.
@@ -68,6 +80,7 @@ struct RoutedJob {
   std::vector<RoutedFlow> flows;
   std::vector<RoutedStream> streams;
   std::map<int, int64_t> aggregators;  // switch node -> aggregators; empty: uncapped
+  std::map<int, double> hold_us;       // switch node -> aggregator hold time; unset: RTT_j
   int batch_size = 0;
 };
 
@@ -161,7 +174,9 @@ class FlowEvaluator {
 
   // core::JobPlan <-> RoutedJob. FromJobPlan: InvalidArgument naming the first problem (unknown
   // job id or node, a path that does not follow up links or does not start/end where it should,
-  // an aggregating switch without an aggregator path, shares not summing to 1).
+  // an aggregating switch without an aggregator path, shares not summing to 1, a chain of
+  // re-aggregating switches that does not reach the PS). An aggregator path that ends at an INA
+  // switch with an aggregator path of its own toward the same PS is a re-aggregated stream (via).
   absl::StatusOr<RoutedJob> FromJobPlan(const core::JobPlan& plan) const;
   core::JobPlan ToJobPlan(const RoutedJob& job) const;
 
@@ -175,6 +190,13 @@ class FlowEvaluator {
 // `input`, evaluates every JobPlan of `plan` (job ids must be in input.jobs) and returns the
 // evaluation in plan order. Errors as Network::Create and FlowEvaluator::FromJobPlan.
 absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan);
+
+// As above, with the memory cap's hold time of every (job, aggregating switch) from `hold_us`
+// (microseconds; the planner passes scheduler::GrantHoldUs, the hold the grant was sized with).
+using HoldTimeFunction =
+    std::function<double(const core::JobPlan& job, const std::string& switch_id)>;
+absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan,
+                                        const HoldTimeFunction& hold_us);
 
 // Writes rate_gbps, comm_ms and iteration_ms of `evaluation` into the JobPlans of `plan` (same
 // order).

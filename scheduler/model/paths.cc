@@ -123,6 +123,99 @@ std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int
   return result;
 }
 
+std::vector<Path> EqualCostPaths(const core::Graph& graph, int src, int dst, int limit) {
+  std::vector<Path> result;
+  if (limit < 1) return result;
+  // Hop distances to dst (links are symmetric: every link is two arcs), transiting switches only.
+  std::vector<int> dist(graph.num_nodes(), -1);
+  std::deque<int> queue{dst};
+  dist[dst] = 0;
+  while (!queue.empty()) {
+    int v = queue.front();
+    queue.pop_front();
+    if (v != dst && !graph.is_switch(v)) continue;
+    for (int a : graph.out_arcs(v)) {
+      int w = graph.arc(a).to;
+      if (dist[w] >= 0) continue;
+      dist[w] = dist[v] + 1;
+      queue.push_back(w);
+    }
+  }
+  if (dist[src] < 0) return result;
+  Path cur;
+  cur.nodes.push_back(src);
+  // Depth-first along arcs that get one hop closer.
+  std::vector<std::pair<int, size_t>> stack{{src, 0}};
+  while (!stack.empty() && static_cast<int>(result.size()) < limit) {
+    auto& [v, next] = stack.back();
+    if (v == dst) {
+      result.push_back(cur);
+      stack.pop_back();
+      if (!cur.arcs.empty()) {
+        cur.arcs.pop_back();
+        cur.nodes.pop_back();
+      }
+      continue;
+    }
+    const std::vector<int>& out = graph.out_arcs(v);
+    bool descended = false;
+    while (next < out.size()) {
+      const int a = out[next++];
+      const int w = graph.arc(a).to;
+      if (dist[w] != dist[v] - 1 || (w != dst && !graph.is_switch(w))) continue;
+      cur.arcs.push_back(a);
+      cur.nodes.push_back(w);
+      stack.emplace_back(w, 0);
+      descended = true;
+      break;
+    }
+    if (descended) continue;
+    stack.pop_back();
+    if (!cur.arcs.empty()) {
+      cur.arcs.pop_back();
+      cur.nodes.pop_back();
+    }
+  }
+  return result;
+}
+
+const std::vector<Path>& PathCache::GetSpread(int src, int dst) {
+  auto key = std::make_pair(src, dst);
+  auto it = spread_.find(key);
+  if (it != spread_.end()) return it->second;
+  std::vector<Path> paths = Get(src, dst);
+  auto add = [&](Path q) {
+    for (const Path& p : paths) {
+      if (p.arcs == q.arcs) return;
+    }
+    paths.push_back(std::move(q));
+  };
+  int src_arc = src != dst ? SoleArc(*graph_, src) : -1;
+  int dst_arc = src != dst ? SoleArc(*graph_, dst) : -1;
+  if (src_arc >= 0) {
+    int tor = graph_->arc(src_arc).to;
+    for (const Path& p : GetSpread(tor, dst)) {
+      Path q;
+      q.nodes.push_back(src);
+      q.nodes.insert(q.nodes.end(), p.nodes.begin(), p.nodes.end());
+      q.arcs.push_back(src_arc);
+      q.arcs.insert(q.arcs.end(), p.arcs.begin(), p.arcs.end());
+      add(std::move(q));
+    }
+  } else if (dst_arc >= 0 && graph_->is_switch(src)) {
+    int tor = graph_->arc(dst_arc).to;
+    for (const Path& p : GetSpread(src, tor)) {
+      Path q = p;
+      q.nodes.push_back(dst);
+      q.arcs.push_back(dst_arc ^ 1);
+      add(std::move(q));
+    }
+  } else {
+    for (Path& q : EqualCostPaths(*graph_, src, dst, kMaxEqualCostPaths)) add(std::move(q));
+  }
+  return spread_.emplace(key, std::move(paths)).first->second;
+}
+
 const std::vector<Path>& PathCache::Get(int src, int dst) {
   auto key = std::make_pair(src, dst);
   auto it = paths_.find(key);

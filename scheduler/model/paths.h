@@ -28,6 +28,12 @@ struct Path {
 // when src == dst; empty when unreachable or k < 1). Only links that are up are used.
 std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int k);
 
+// Every minimum-hop path from `src` to `dst` (the equal-cost set an ECMP fabric spreads over), up
+// to `limit`, in depth-first order of arc ids (deterministic). Hosts are not transited. Empty when
+// unreachable. O(limit · L · degree) after one BFS.
+std::vector<Path> EqualCostPaths(const core::Graph& graph, int src, int dst, int limit);
+inline constexpr int kMaxEqualCostPaths = 256;
+
 // Memoises KShortestPaths. Not thread-safe (the scheduler is single-threaded). The graph is not
 // owned and must outlive the cache.
 class PathCache {
@@ -37,6 +43,11 @@ class PathCache {
   // Same contract as KShortestPaths(graph, src, dst, k). The reference stays valid for the
   // cache's lifetime.
   const std::vector<Path>& Get(int src, int dst);
+  // The candidates of the load-balanced baselines: Get(src, dst) followed by the other
+  // minimum-hop paths (EqualCostPaths, up to kMaxEqualCostPaths): Yen's ties are broken by arc
+  // ids, so on a fat-tree the k shortest reach the same few core switches from every source,
+  // where an ECMP fabric spreads over all of them. Same reduction of single-homed hosts as Get.
+  const std::vector<Path>& GetSpread(int src, int dst);
   // Hop distances from `node` to every node over up links (hosts are not transited; -1 when
   // unreachable). Cached.
   const std::vector<int>& HopsFrom(int node);
@@ -46,6 +57,7 @@ class PathCache {
   const core::Graph* graph_;
   int k_;
   std::map<std::pair<int, int>, std::vector<Path>> paths_;
+  std::map<std::pair<int, int>, std::vector<Path>> spread_;
   std::map<int, std::vector<int>> hops_;
 };
 

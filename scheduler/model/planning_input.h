@@ -56,6 +56,12 @@ struct PlanningOptions {
   int64_t mip_node_limit = 0;
   // Latency of a link whose Link::latency_us is unset, used for the RTT of the memory cap.
   double default_link_latency_us = 2.0;
+  // Plans may re-aggregate a switch's stream at another switch (RoutedStream::via): ATP's
+  // two-level aggregation at the PS's ToR (`atp`, `atp_sharded`). The data plane's intents
+  // (core::DeriveSwitchIntents) program single-level aggregation only, so what deploys plans --
+  // the planner (controller, `inac plan`) and the simulator -- sets this false and ATP is then
+  // single-level (the ToRs' streams go on to the PS). Comparisons of algorithms keep it true.
+  bool reaggregation = true;
 };
 
 struct PlanningInput {

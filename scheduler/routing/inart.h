@@ -15,8 +15,8 @@
 //
 // Phase 2 (routing with the shares fixed): the routing LP of scheduler/routing/routing_lp.h with
 // link, switch and PS constraints, randomised rounding per (PS, worker) pair and per path (R
-// rounds, seeded), local search, ATP floor. lp_bound_gbps is the LP with free shares (a bound
-// over every split, not only phase 1's).
+// rounds, seeded), local search, single-level ATP floor. lp_bound_gbps is the LP with free shares
+// (a bound over every split, not only phase 1's).
 //
 // Complexity: phase 1 O(2^P · P + W · P · L); phase 2 as GRID. Deterministic for a seed.
 #pragma once

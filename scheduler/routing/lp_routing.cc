@@ -58,13 +58,22 @@ JobCandidates Candidates(Context& ctx, const std::vector<double>& residual, int 
   return BuildCandidates(ctx.net, ctx.cache, job, ps, shares, ctx.opt.extra_candidates);
 }
 
+}  // namespace
+
+std::string BoundSource(const LpOutcome& outcome) { return outcome.bound_source; }
+
+namespace {
+
 // Standalone bound of one job: its LP alone on the network with free shares.
-absl::StatusOr<double> StandaloneBound(Context& ctx, const JobCandidates& c) {
+absl::Status StandaloneBound(Context& ctx, const JobCandidates& c, std::optional<double>* bound,
+                             JobDiagnostics* d) {
   std::vector<JobCandidates> one{c};
   RoutingLp lp = BuildRoutingLp(ctx.net, ctx.net.residuals(), one, true);
   auto out = SolveRoutingLp(lp, one, true, ctx.opt.lp_time_limit_s);
   if (!out.ok()) return out.status();
-  return out->lambda[0];
+  *bound = out->bound;
+  d->lp_bound_source = BoundSource(*out);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -167,11 +176,12 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
       result.diagnostics[j].lp_rows = lp.program.num_rows();
       result.diagnostics[j].joint = joint;
       if (n == 1 && free) {
-        result.lp_bound_gbps[j] = outcome->lambda[0];
+        result.lp_bound_gbps[j] = outcome->bound;
+        result.diagnostics[j].lp_bound_source = BoundSource(*outcome);
       } else {
-        auto bound = StandaloneBound(ctx, cands[j]);
-        if (!bound.ok()) return bound.status();
-        result.lp_bound_gbps[j] = *bound;
+        absl::Status s =
+            StandaloneBound(ctx, cands[j], &result.lp_bound_gbps[j], &result.diagnostics[j]);
+        if (!s.ok()) return s;
       }
     }
     return result;
@@ -183,7 +193,8 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
     std::vector<double> residual = ctx.evaluator.ResidualAfter(planned);
     std::optional<std::vector<double>> shares;
     JobCandidates c = Candidates(ctx, residual, j, &shares);
-    RoutedJob floor = RouteAtp(net, ctx.cache, residual, j);
+    RoutedJob floor =
+        RouteAtp(net, ctx.cache, residual, j, AtpOptions{.two_level = false, .sharded = false});
     AddPlanToCandidates(net, floor, &c);
     AddPlanToCandidates(net, atp[j], &c);
     std::vector<JobCandidates> one{c};
@@ -233,11 +244,11 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
     d.lp_columns = lp.program.num_columns();
     d.lp_rows = lp.program.num_rows();
     if (free && planned.size() == 1) {
-      result.lp_bound_gbps[j] = outcome->lambda[0];
+      result.lp_bound_gbps[j] = outcome->bound;
+      d.lp_bound_source = BoundSource(*outcome);
     } else {
-      auto bound = StandaloneBound(ctx, c);
-      if (!bound.ok()) return bound.status();
-      result.lp_bound_gbps[j] = *bound;
+      absl::Status s = StandaloneBound(ctx, c, &result.lp_bound_gbps[j], &d);
+      if (!s.ok()) return s;
     }
   }
   return result;

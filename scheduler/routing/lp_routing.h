@@ -1,9 +1,13 @@
 // The driver shared by the LP-based algorithms (GRID, InArt): candidates, LP relaxation,
 // randomised rounding repeated R times, local search, and the ATP floor -- the better of the
-// rounded plan and the ATP baseline is kept, so an LP-based plan is never worse than ATP on the
-// same instance. The reported lp_bound_gbps of a job is the optimum of its LP alone on the
-// network (free PS shares, every other job absent, ATP's routes among the candidates), an upper
-// bound on its evaluated rate in any plan using the candidates.
+// rounded plan and single-level, single-PS ATP (RouteAllAtp: the ATP a single-level plan can
+// express) is kept, so an LP-based plan is never worse than that; two-level ATP (`atp`) and ATP
+// sharded over the PSs (`atp_sharded`) are not floors and can beat it. The reported
+// lp_bound_gbps of a job is the optimum of its LP alone on the network (free PS shares, every
+// other job absent, the floor's routes among the candidates), an upper bound on its evaluated
+// rate in any single-level plan using the candidates. When the LP stops on its time limit the
+// bound is the dual bound of the stopped solver (above the optimum) or absent -- never the primal
+// value it had reached (JobDiagnostics::lp_bound_source).
 //
 // Several jobs: one joint LP when its column count is at most
 // PlanningOptions::joint_lp_max_columns, maximising the smallest job rate; rounded plans are
@@ -34,5 +38,9 @@ struct LpRoutingConfig {
 };
 
 absl::StatusOr<RoutingResult> RouteWithLp(const Network& network, const LpRoutingConfig& config);
+
+struct LpOutcome;
+// JobDiagnostics::lp_bound_source of a solved one-job routing LP (LpOutcome::bound_source).
+std::string BoundSource(const LpOutcome& outcome);
 
 }  // namespace inac::scheduler

@@ -7,6 +7,7 @@
 #include "scheduler/routing/baselines.h"
 #include "scheduler/routing/grid.h"
 #include "scheduler/routing/inart.h"
+#include "scheduler/routing/lp_routing.h"
 #include "scheduler/routing/routing_lp.h"
 
 namespace inac::scheduler {
@@ -73,7 +74,8 @@ absl::StatusOr<RoutingResult> OptimalRouting::Route(const Network& net) const {
       RoutingLp bound_lp = BuildRoutingLp(net, net.residuals(), one, true);
       auto bound = SolveRoutingLp(bound_lp, one, true, input.options.lp_time_limit_s);
       if (!bound.ok()) return bound.status();
-      result.lp_bound_gbps[j] = bound->lambda[0];
+      result.lp_bound_gbps[j] = bound->bound;
+      result.diagnostics[j].lp_bound_source = BoundSource(*bound);
     }
 
     lp::LinearProgram mip;

@@ -15,7 +15,8 @@ namespace inac::scheduler {
 
 absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::string_view name) {
   if (name == "no_ina") return std::make_unique<NoInaRouting>();
-  if (name == "atp") return std::make_unique<AtpRouting>();
+  if (name == "atp") return std::make_unique<AtpRouting>(/*sharded=*/false);
+  if (name == "atp_sharded") return std::make_unique<AtpRouting>(/*sharded=*/true);
   if (name == "switchml") return std::make_unique<SwitchMlRouting>();
   if (name == "grid") return std::make_unique<GridRouting>();
   if (name == "inart") return std::make_unique<InArtRouting>();
@@ -26,7 +27,7 @@ absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::stri
 }
 
 std::vector<std::string> RoutingAlgorithmNames() {
-  return {"no_ina", "atp", "switchml", "grid", "inart", "optimal"};
+  return {"no_ina", "atp", "atp_sharded", "switchml", "grid", "inart", "optimal"};
 }
 
 absl::StatusOr<PlannedRouting> PlanRouting(const RoutingAlgorithm& algorithm,

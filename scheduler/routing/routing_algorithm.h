@@ -5,12 +5,14 @@
 // evaluated rate, never a solver's value.
 //
 // Algorithms (names for MakeRoutingAlgorithm and `inac plan --algorithm`):
-//   no_ina   scheduler/routing/baselines.h  load-balanced shortest paths, no aggregation
-//   atp      scheduler/routing/baselines.h  ATP (NSDI 2021): worker's ToR, spill-over, PS
-//   switchml scheduler/routing/baselines.h  SwitchML (NSDI 2021): nearest INA switch on the path
-//   grid     scheduler/routing/grid.h       GRID (IEEE/ACM ToN 31(5), 2023): LP + rounding
-//   inart    scheduler/routing/inart.h      InArt (WWW 2024): KKT shares, then LP + rounding
-//   optimal  scheduler/routing/optimal.h    CBC MIP over the same candidates (small instances)
+//   no_ina      scheduler/routing/baselines.h  load-balanced paths, no aggregation
+//   atp         scheduler/routing/baselines.h  ATP (NSDI 2021), one PS: worker's ToR, spill-over,
+//                                              re-aggregation at the PS's ToR (two-level)
+//   atp_sharded scheduler/routing/baselines.h  ATP over every PS of the job, equal shares
+//   switchml    scheduler/routing/baselines.h  SwitchML (NSDI 2021): first INA switch on the path
+//   grid        scheduler/routing/grid.h       GRID (IEEE/ACM ToN 31(5), 2023): LP + rounding
+//   inart       scheduler/routing/inart.h      InArt (WWW 2024): KKT shares, then LP + rounding
+//   optimal     scheduler/routing/optimal.h    CBC MIP over GRID's candidates (small instances)
 //
 // Several jobs: the baselines and `optimal` plan one job at a time in priority order (priority
 // desc, id asc), each around the evaluated load of the jobs planned before it. `grid` and `inart`
@@ -41,6 +43,12 @@ struct JobDiagnostics {
   // "shortest_paths", "atp", "switchml", "lp_rounding", "atp_floor", "mip", ...
   std::string source;
   std::string lp_status;  // status of the LP/MIP behind the plan, empty if none
+  // What RoutingResult::lp_bound_gbps is: "lp_optimum" (the LP solved to optimality),
+  // "dual_bound" (the LP stopped on its time limit; the weak-duality bound of its last duals,
+  // above the optimum), "egress_bound" (stopped; the workers' egress capacity was the smaller
+  // bound), "none" (stopped without a finite bound: none is reported, never a primal value).
+  // Empty for algorithms without an LP.
+  std::string lp_bound_source;
   int lp_columns = 0;
   int lp_rows = 0;
   bool joint = false;  // planned in a joint multi-job LP
@@ -62,8 +70,8 @@ class RoutingAlgorithm {
   virtual absl::StatusOr<RoutingResult> Route(const Network& network) const = 0;
 };
 
-// "no_ina", "atp", "switchml", "grid", "inart", "optimal"; InvalidArgument listing the names
-// otherwise.
+// "no_ina", "atp", "atp_sharded", "switchml", "grid", "inart", "optimal"; InvalidArgument listing
+// the names otherwise.
 absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::string_view name);
 std::vector<std::string> RoutingAlgorithmNames();
 

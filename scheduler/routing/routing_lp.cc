@@ -264,6 +264,16 @@ RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual
   }
   if (multi) {
     for (int lambda : lp.lambda) lp.program.AddRow(0, lp::kInfinity, {lambda, lp.t}, {1, -1});
+  } else if (!jobs.empty()) {
+    const core::Graph& g = net.graph();
+    std::set<int> workers;
+    for (const PairCandidates& pc : jobs[0].pairs) workers.insert(pc.worker);
+    for (int w : workers) {
+      if (std::find(jobs[0].ps.begin(), jobs[0].ps.end(), w) != jobs[0].ps.end()) continue;
+      double egress = 0;
+      for (int a : g.out_arcs(w)) egress += std::max(0.0, residual[net.ArcResource(a)]);
+      lp.egress_bound = std::min(lp.egress_bound, egress);
+    }
   }
   return lp;
 }
@@ -275,6 +285,17 @@ absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
   if (!solved.ok()) return solved.status();
   LpOutcome out;
   out.solution = std::move(solved->first);
+  if (jobs.size() == 1) {
+    if (out.solution.status == lp::SolveStatus::kOptimal) {
+      out.bound = std::max(0.0, out.solution.values[lp.lambda[0]]);
+      out.bound_source = "lp_optimum";
+    } else {
+      const double dual = out.solution.best_bound.value_or(lp::kInfinity);
+      const double b = std::min(dual, lp.egress_bound);
+      if (b < lp::kInfinity) out.bound = std::max(0.0, b);
+      out.bound_source = b >= lp::kInfinity ? "none" : dual <= b ? "dual_bound" : "egress_bound";
+    }
+  }
   if (out.solution.status == lp::SolveStatus::kOptimal) {
     for (size_t j = 0; j < jobs.size(); ++j) {
       out.lambda.push_back(std::max(0.0, out.solution.values[lp.lambda[j]]));

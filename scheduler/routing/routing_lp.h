@@ -29,7 +29,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,9 @@ struct RoutingLp {
   std::vector<int> lambda;        // column per job
   int t = -1;                     // common floor column with several jobs
   std::vector<double> load_cost;  // per column: arcs crossed (the tie-breaking objective)
+  // One job: an upper bound on λ from the workers' egress (every unit a worker that is not a PS
+  // sends leaves over its out arcs, so λ <= Σ of their residuals); kInfinity otherwise.
+  double egress_bound = lp::kInfinity;
   struct JobColumns {
     std::vector<std::vector<std::vector<int>>> r;       // pair, option, path
     std::map<std::pair<int, int>, std::vector<int>> y;  // (switch, PS node) -> path columns
@@ -99,14 +104,28 @@ RoutingLp BuildRoutingLp(const Network& network, const std::vector<double>& resi
 
 struct LpOutcome {
   lp::Solution solution;
-  std::vector<double> lambda;               // per job (0 without a solution)
+  // Per job: λ of the solution's primal point (0 without one). Equal to the LP optimum only when
+  // solution.status is kOptimal; after a time limit it is what the stopped solver reached, which
+  // is NOT a bound -- use `bound`.
+  std::vector<double> lambda;
+  // A proven upper bound on the LP optimum of λ (one job only; nullopt for several jobs, whose
+  // objective is the common floor t): the optimum when solved; after a time limit the smaller of
+  // the dual (Lagrangian) bound of the solver's last duals and RoutingLp::egress_bound (a primal
+  // simplex stopped early has far-from-feasible duals, whose bound alone can be astronomically
+  // weak); nullopt when neither is finite.
+  std::optional<double> bound;
+  // How `bound` was obtained: "lp_optimum", "dual_bound" (the Lagrangian bound of the stopped
+  // solver's duals), "egress_bound" (RoutingLp::egress_bound, when smaller), "none" (no bound),
+  // "" for several jobs.
+  std::string bound_source;
   std::vector<std::vector<double>> shares;  // per job, per PS: z_s / λ (free shares only)
 };
 
 // Solves with CLP within `time_limit_s`, in two steps: the largest λ (the bound), then, with λ
 // held at its optimum, the least total network load (Σ rate × hops) -- among the LP optima the
 // one without needless detours, whose rounding is closer to a good integral plan. Internal if CLP
-// fails.
+// fails. A solve stopped by the time limit keeps its primal point for the rounding (when it has
+// one) and reports only a dual bound (LpOutcome::bound).
 absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
                                          const std::vector<JobCandidates>& jobs, bool free_shares,
                                          double time_limit_s);

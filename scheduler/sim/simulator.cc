@@ -31,11 +31,12 @@ struct JobSwitch {
   int aggregator_bytes = 0;
   double hold_s = 0;  // per the policy
   double hold_us = 0;
-  double stream_share = 0;  // fraction of the job rate whose chunks need an aggregator here
-  double inflow = 0;        // worker streams (per unit rate) aggregated here
-  JobUsage fallback;        // usage with this switch's aggregation falling back to the PS
-  int64_t granted = 0;      // planner-form aggregators
-  double psi = 0;           // unaggregated fraction
+  double preemption_loss = 0.5;  // AggregationTiming::remaining_at_preemption
+  double stream_share = 0;       // fraction of the job rate whose chunks need an aggregator here
+  double inflow = 0;             // worker streams (per unit rate) aggregated here
+  JobUsage fallback;             // usage with this switch's aggregation falling back to the PS
+  int64_t granted = 0;           // planner-form aggregators
+  double psi = 0;                // unaggregated fraction
   double occupancy = 0;
   double preemptions_per_s = 0;
 };
@@ -67,6 +68,9 @@ class Simulation {
     input_.topology = topology;
     input_.seed = options.seed;
     input_.options = options.planning;
+    // The memory model follows the data plane, which aggregates at one level (no ATP
+    // re-aggregation at the PS's ToR; PlanningOptions::reaggregation).
+    input_.options.reaggregation = false;
   }
 
   absl::StatusOr<SimResult> Run(const SimProgress& progress);
@@ -227,7 +231,9 @@ absl::Status Simulation::Reroute() {
       s.id = id;
       s.node = g.index(id);
       s.aggregator_bytes = input_.topology.switches[s.node].ina.aggregator_bytes;
-      s.hold_us = HoldTimeUs(options_.policy, TimingAt(g, r.plan, id, options_.timing));
+      const AggregationTiming timing = TimingAt(g, r.plan, id, options_.timing);
+      s.hold_us = HoldTimeUs(options_.policy, timing);
+      s.preemption_loss = timing.remaining_at_preemption;
       s.hold_s = s.hold_us * 1e-6;
       // Chunks needing an aggregator here, per unit of job rate: for each PS the largest
       // fraction aggregated here (aligned chunk ranges), weighted by the PS's share.
@@ -351,7 +357,8 @@ void Simulation::Contention() {
           .chunks_per_s = rate * s.stream_share * kBytesPerGbit / ChunkBytes(s.aggregator_bytes),
           .hold_s = s.hold_s,
           .priority = r.plan.priority,
-          .active_fraction = r.active_fraction});
+          .active_fraction = r.active_fraction,
+          .preemption_loss = s.preemption_loss});
     }
     const SwitchContention c = HashedContention(options_.policy, g.aggregators(node), loads);
     for (size_t m = 0; m < members.size(); ++m) {

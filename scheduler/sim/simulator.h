@@ -20,6 +20,9 @@
 //             themselves, a fixed point found by iteration from the previous solution (full
 //             steps, halved while the residual does not shrink);
 //   no_ina:   1 everywhere.
+// Stragglers (SimOptions::timing.stragglers, docs/memory.md "Stragglers"): per chunk each worker's
+// arrival offset is drawn from a seeded distribution; its expected range lengthens every policy's
+// hold and the fraction of fragments still to come sets what an ESA preemption loses.
 // T_iter = compute + max(G / up rate, G / down rate); progress is continuous in iterations.
 //
 // Pure: no I/O, no clock, no threads; deterministic for (topology, trace, options).
@@ -72,7 +75,8 @@ struct SimOptions {
   double fixed_point_tolerance = 1e-10;
   // Record one TimelineRow per event.
   bool record_timeline = false;
-  // Passed to the routing algorithm (paths, rounds, solver limits).
+  // Passed to the routing algorithm (paths, rounds, solver limits); `reaggregation` is always
+  // false here (the simulated data plane aggregates at one level, as the real one).
   PlanningOptions planning;
 };
 
