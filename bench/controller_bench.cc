@@ -15,7 +15,8 @@
 //    same when every switch also restarted empty (everything re-pushed).
 //
 // Usage: controller_bench [--submit N] [--clients C] [--samples S] [--restart-jobs J]
-//                         [--algorithm A] [--log-level warn]
+//                         [--algorithm A] [--log-level warn] [--audit on|off]
+// (--audit off serves without the audit log of writes, to measure what it costs.)
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,10 @@ using inac::southbound::emulator::EmulatedSwitchOptions;
 using inac::storage::SqliteStorage;
 using Json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
+
+// --audit off: the API is served without the audit log of writes (HttpApi audits every write by
+// default), so that the two runs show what the audit's extra transaction per write costs.
+bool g_audit = true;
 
 double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -151,7 +156,9 @@ class Service {
     if (auto s = controller_->Start(); !s.ok()) Die(s.ToString());
   }
   void StartApi() {
-    api_ = std::make_unique<HttpApi>(controller_.get(), inac::server::HttpApiOptions{});
+    inac::server::ApiServices services = controller_->services();
+    if (!g_audit) services.audit = nullptr;
+    api_ = std::make_unique<HttpApi>(services, inac::server::HttpApiOptions{});
     auto port = api_->Bind("127.0.0.1", 0);
     if (!port.ok()) Die(port.status().ToString());
     port_ = *port;
@@ -301,6 +308,7 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
                {"scenario", "rest_submit"},
                {"jobs", jobs},
                {"clients", clients},
+               {"audit", g_audit},
                {"failures", failures.load()},
                {"submissions_per_s", jobs / seconds},
                {"p50_ms", Percentile(latencies, 0.50)},
@@ -458,6 +466,8 @@ int main(int argc, char** argv) {
       options.algorithm = value;
     } else if (flag == "--log-level") {
       log_level = value;
+    } else if (flag == "--audit") {
+      g_audit = value != "off";
     } else {
       Die("unknown flag " + flag);
     }

@@ -79,6 +79,52 @@ class EventLog {
   virtual absl::StatusOr<int64_t> Trim(int64_t keep_last) = 0;
 };
 
+// --- Audit log ---
+
+// One write request to the API (issue 14 item 7): who made it, from where, what, and the answer.
+// Never a token or a request body.
+struct AuditEntry {
+  int64_t seq = 0;      // assigned by the log on append (ignored on input); strictly increasing
+  int64_t time_ms = 0;  // Unix epoch milliseconds, set by the caller
+  std::string actor{};  // the token's name; "anonymous" when the API has no tokens
+  std::string role{};   // the token's role ("admin", ...); "none" when the API has no tokens
+  std::string remote_addr{};
+  std::string method{};           // "POST", "PUT", "PATCH", "DELETE"
+  std::string path{};             // without the query string
+  int status = 0;                 // the HTTP status answered (100..599)
+  std::optional<JobId> job_id{};  // the job the request named or created
+
+  bool operator==(const AuditEntry&) const = default;
+};
+
+struct AuditFilter {
+  int64_t after_seq = 0;               // cursor: only entries with seq > after_seq (>= 0)
+  std::optional<std::string> actor{};  // exact match
+  int64_t limit = 100;                 // > 0
+};
+
+struct AuditPage {
+  std::vector<AuditEntry> entries{};        // increasing seq order
+  std::optional<int64_t> next_after_seq{};  // set when more match: the next page's after_seq
+};
+
+class AuditLog {
+ public:
+  virtual ~AuditLog() = default;
+
+  // Appends `entry` in its own transaction and returns its sequence number (never reused, even
+  // after Prune). The one write that is not fsynced: it survives a process crash, but a power cut
+  // before the next durable commit may lose it (SqliteStorage; docs/storage.md "Durability").
+  // InvalidArgument for an empty actor, role, method or path, or a status outside 100..599.
+  virtual absl::StatusOr<int64_t> Append(const AuditEntry& entry) = 0;
+  // Entries matching `filter`, oldest first. InvalidArgument for limit <= 0 or after_seq < 0.
+  virtual absl::StatusOr<AuditPage> List(const AuditFilter& filter) = 0;
+  // Retention: deletes at most `max_rows` of the entries with time_ms < older_than_ms, oldest
+  // first, in one transaction; returns how many were deleted (fewer than `max_rows`: none of that
+  // age is left). InvalidArgument for max_rows <= 0.
+  virtual absl::StatusOr<int64_t> Prune(int64_t older_than_ms, int64_t max_rows) = 0;
+};
+
 // --- Topology ---
 
 struct TopologyRecord {
@@ -170,6 +216,13 @@ class JobStore {
 
   // Number of jobs in each state (states with no job are absent).
   virtual absl::StatusOr<std::map<JobState, int64_t>> CountByState() = 0;
+
+  // Retention: deletes at most `max_rows` of the jobs in a terminal state (completed, cancelled,
+  // failed) whose updated_ms < older_than_ms, oldest first, together with their idempotency keys
+  // (a replayed key then creates a new job) and their events, in one transaction; returns how many
+  // jobs were deleted (fewer than `max_rows`: none of that age is left). Never touches a job that
+  // is not terminal, however old. Ids stay never reused. InvalidArgument for max_rows <= 0.
+  virtual absl::StatusOr<int64_t> PruneFinished(int64_t older_than_ms, int64_t max_rows) = 0;
 };
 
 // --- Plans and per-switch intents ---
@@ -257,6 +310,7 @@ class Storage : public SnapshotReader {
   virtual PlanStore& plans() = 0;
   virtual SwitchStateStore& switch_states() = 0;
   virtual EventLog& events() = 0;
+  virtual AuditLog& audit() = 0;
 
   // Whether the store can durably accept writes now: OK, or Unavailable naming the fault -- the
   // database file was deleted or replaced since it was opened, is read-only, was found corrupt,

@@ -1,6 +1,10 @@
 #include "server/api_client.h"
 
 #include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -9,6 +13,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/cli_util.h"
+#include "server/tls_context.h"
+
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#error "ApiClient needs cpp-httplib's HTTPS client (CPPHTTPLIB_OPENSSL_SUPPORT)"
+#endif
 
 namespace inac::server {
 
@@ -54,6 +64,29 @@ std::string ErrorMember(const Json& body, const char* name) {
   if (e == body.end() || !e->is_object()) return "";
   auto m = e->find(name);
   return m != e->end() && m->is_string() ? m->get<std::string>() : "";
+}
+
+// OK when `path` is a readable file holding at least one PEM certificate.
+absl::Status CheckCaFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--ca-cert: ", text.status().message()));
+  }
+  BIO* bio = BIO_new_mem_buf(text->data(), static_cast<int>(text->size()));
+  int certificates = 0;
+  while (bio != nullptr) {
+    X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    if (cert == nullptr) break;
+    X509_free(cert);
+    ++certificates;
+  }
+  BIO_free(bio);
+  DrainOpenSslErrors();  // the end of the file reads as "no start line"
+  if (certificates == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ca-cert: ", path, " holds no PEM certificate (-----BEGIN CERTIFICATE-----)"));
+  }
+  return absl::OkStatus();
 }
 
 // Blocks SIGPIPE in this thread for its lifetime. cpp-httplib 0.11 writes requests without
@@ -137,6 +170,33 @@ struct ApiClient::Impl {
       case httplib::Error::Write:
         what = "the connection broke while sending the request";
         break;
+      case httplib::Error::SSLServerVerification: {
+        // cpp-httplib checks the host name itself, after OpenSSL verified the chain: a chain
+        // that verified means the name was wrong.
+        const long result = client.get_openssl_verify_result();
+        what = absl::StrCat(
+            "certificate verify failed: ",
+            result == X509_V_OK || result == X509_V_ERR_HOSTNAME_MISMATCH ||
+                    result == X509_V_ERR_IP_ADDRESS_MISMATCH
+                ? absl::StrCat("hostname mismatch (the certificate does not name ", host, ")")
+                : X509_verify_cert_error_string(result),
+            ca_cert_file.empty()
+                ? " (the server's certificate is not signed by a CA of the system's trust store; "
+                  "pass its CA with --ca-cert FILE or $INAC_CA_CERT)"
+                : absl::StrCat(" (trusted CAs: ", ca_cert_file,
+                               "; the server's host name or IP address must be in its "
+                               "certificate)"));
+        break;
+      }
+      case httplib::Error::SSLConnection:
+        what =
+            "the TLS handshake failed (is the server serving HTTPS on that port? `inac serve` "
+            "without a certificate serves http://)";
+        break;
+      case httplib::Error::SSLLoadingCerts:
+        what = absl::StrCat("cannot load the CA certificates ",
+                            ca_cert_file.empty() ? "of the system" : ca_cert_file);
+        break;
       default:
         what = httplib::to_string(error);
     }
@@ -146,6 +206,8 @@ struct ApiClient::Impl {
   httplib::Client client;
   std::string server;
   std::string token;
+  std::string ca_cert_file;  // https only
+  std::string host;          // as in the URL (for messages)
 };
 
 ApiClient::ApiClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -153,13 +215,16 @@ ApiClient::~ApiClient() = default;
 
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ApiClientOptions& options) {
   const std::string& s = options.server;
-  if (!absl::StartsWith(s, "http://") || s.size() <= 7 || s[7] == '/' || s[7] == ':') {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--server: \"", s, "\" is not an http:// URL (e.g. http://127.0.0.1:8080)"));
+  const bool https = absl::StartsWith(s, "https://");
+  const size_t host_at = https ? 8 : 7;
+  if ((!https && !absl::StartsWith(s, "http://")) || s.size() <= host_at || s[host_at] == '/' ||
+      s[host_at] == ':') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--server: \"", s, "\" is not an http:// or https:// URL (e.g. http://127.0.0.1:8080)"));
   }
   std::string base = s;
-  while (base.size() > 7 && base.back() == '/') base.pop_back();
-  if (base.find('/', 7) != std::string::npos) {
+  while (base.size() > host_at && base.back() == '/') base.pop_back();
+  if (base.find('/', host_at) != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("--server: \"", s, "\" must be scheme://host[:port] without a path"));
   }
@@ -169,6 +234,33 @@ absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ApiClientOpti
   }
   impl->server = base;
   impl->token = options.token;
+  impl->host = base.substr(host_at);
+  if (const size_t colon = impl->host.rfind(':');
+      colon != std::string::npos && impl->host.back() != ']') {
+    impl->host.resize(colon);  // without the port
+  }
+  if (https) {
+    impl->client.enable_server_certificate_verification(true);
+    // OpenSSL checks the server's name (an IP address against the certificate's IP SANs, a name
+    // against its DNS SANs) while it verifies the chain. cpp-httplib 0.11's own check after the
+    // handshake compares an IPv4 host against an uninitialised IPv6 buffer too, so on its own it
+    // can accept a certificate that does not name the host.
+    std::string name = impl->host;
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
+      name = name.substr(1, name.size() - 2);
+    }
+    X509_VERIFY_PARAM* param = SSL_CTX_get0_param(impl->client.ssl_context());
+    if (X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) != 1 &&
+        X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0) != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--server: cannot verify a certificate for host \"", name, "\""));
+    }
+    if (!options.ca_cert_file.empty()) {
+      if (auto s = CheckCaFile(options.ca_cert_file); !s.ok()) return s;
+      impl->ca_cert_file = options.ca_cert_file;
+      impl->client.set_ca_cert_path(options.ca_cert_file);
+    }
+  }
   const time_t seconds = options.timeout_ms / 1000;
   const time_t micros = (options.timeout_ms % 1000) * 1000;
   impl->client.set_connection_timeout(seconds, micros);

@@ -2,7 +2,8 @@
 // client verbs of the CLI (`inac job submit|list|get|config|cancel`, `inac topo apply|show`), the
 // host agents, the lab, the tests (tests/server/server_fixture.h, tests/system/harness.h) and the
 // benchmarks all send their requests through it. It speaks HTTP/1.1 over cpp-httplib to
-// `inac serve` and offers three levels:
+// `inac serve`, in the clear (http://) or over TLS (https://, the server's certificate verified:
+// see ApiClientOptions::ca_cert_file), and offers three levels:
 //   - Call: one API call under /api/v1 with a JSON body, turned into one of three outcomes (the
 //     CLI's contract):
 //       - a 2xx answer: OK with the decoded JSON body;
@@ -36,7 +37,8 @@
 namespace inac::server {
 
 struct ApiClientOptions {
-  // Base URL of the controller, e.g. "http://127.0.0.1:8080" (the API lives under /api/v1).
+  // Base URL of the controller, e.g. "http://127.0.0.1:8080" or "https://ctl.example:8443" (the
+  // API lives under /api/v1).
   std::string server = "http://127.0.0.1:8080";
   std::string token;  // bearer token; empty sends no Authorization header
   // Bounds connecting, each write and each read (for Stream: the idle time between two pieces).
@@ -44,6 +46,11 @@ struct ApiClientOptions {
   // Keeps the connection open across requests (HTTP keep-alive) instead of one connection per
   // request ("Connection: close"). A connection the server closed is reopened on the next request.
   bool keep_alive = false;
+  // https:// only: the PEM file of the CA certificates (or the self-signed certificate) that
+  // the server's certificate must chain to; empty: the system's trust store. The server's name
+  // (or IP address) must be in its certificate either way: verification is never turned off.
+  // Ignored for http:// servers.
+  std::string ca_cert_file;
 };
 
 // One answer of the API. `http_status` is the HTTP status code (0 when no answer arrived).
@@ -87,7 +94,8 @@ struct RawReply {
 
 class ApiClient {
  public:
-  // InvalidArgument if `options.server` is not an http:// URL with a host.
+  // InvalidArgument if `options.server` is not an http:// or https:// URL with a host, or (https)
+  // `options.ca_cert_file` cannot be read or holds no PEM certificate.
   static absl::StatusOr<std::unique_ptr<ApiClient>> Create(const ApiClientOptions& options);
   ~ApiClient();
 
@@ -104,7 +112,8 @@ class ApiClient {
 
   // Sends `request` and returns the answer whatever its HTTP status (a 4xx or 5xx is a reply, not
   // an error). Unavailable ("cannot reach <server>: <reason>") when no answer arrived: connection
-  // refused or reset, timeout.
+  // refused or reset, timeout; over https also a failed TLS handshake, and a server certificate
+  // that does not verify ("cannot reach <server>: certificate verify failed: <OpenSSL's reason>").
   absl::StatusOr<RawReply> SendRaw(const RawRequest& request);
 
   // Sends `request` and hands the answer over as it arrives: `on_head` once with the status and

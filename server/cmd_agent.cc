@@ -65,6 +65,7 @@ struct CommonArgs {
   int64_t job = 0;
   std::string server;
   std::string token;
+  std::string ca_cert;        // --ca-cert or $INAC_CA_CERT (https:// servers)
   bool server_given = false;  // --server or $INAC_SERVER
   std::string netns;
   std::string config_file;
@@ -88,6 +89,7 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
   a->server_option = cmd->add_option(
       "--server", a->server, "Controller URL (default $INAC_SERVER or http://127.0.0.1:8080)");
   cmd->add_option("--token", a->token, "Bearer token (default $INAC_TOKEN)");
+  AddCaCertOption(cmd, &a->ca_cert);
   cmd->add_option("--netns", a->netns,
                   "Run the data-plane socket inside network namespace /var/run/netns/NAME (the "
                   "REST calls stay in the caller's namespace)");
@@ -153,7 +155,7 @@ agent::JobConfig LoadConfig(const CommonArgs& a, agent::SocketOptions* socket) {
     }
     return std::move(*config);
   }
-  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token});
+  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 10000, false, a.ca_cert});
   if (!client.ok()) Fail(client.status());
   auto reply = (*client)->Call("GET", absl::StrCat("/jobs/", a.job, "/config"));
   if (!reply.ok()) Fail(reply.status());
@@ -173,7 +175,7 @@ class ConfigWatcher {
  public:
   ConfigWatcher(const CommonArgs& a, int64_t plan_version, agent::ConfigFeed* feed) {
     if (!a.config_file.empty() || a.refresh_ms <= 0) return;
-    auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 2000});
+    auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 2000, false, a.ca_cert});
     if (!client.ok()) return;
     thread_ =
         std::thread([this, client = std::move(*client), job = a.job,
@@ -349,7 +351,7 @@ struct PsArgs : CommonArgs {
 // POST /jobs/{id}/progress; a job that is no longer running (another PS completed it, or it was
 // cancelled) is a warning, not a failure.
 void ReportProgress(const PsArgs& a, int64_t iterations_done) {
-  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token});
+  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 10000, false, a.ca_cert});
   if (!client.ok()) Fail(client.status());
   auto reply = (*client)->Call("POST", absl::StrCat("/jobs/", a.job, "/progress"),
                                Json{{"iterations_done", iterations_done}});

@@ -23,6 +23,7 @@ using Json = nlohmann::json;
 struct ClientArgs {
   std::string server;
   std::string token;
+  std::string ca_cert;
 };
 
 std::string EnvOr(const char* name, const char* fallback) {
@@ -36,6 +37,7 @@ void AddClientOptions(CLI::App* cmd, ClientArgs* a) {
   cmd->add_option("--server", a->server,
                   "Controller URL (default $INAC_SERVER or http://127.0.0.1:8080)");
   cmd->add_option("--token", a->token, "Bearer token (default $INAC_TOKEN)");
+  AddCaCertOption(cmd, &a->ca_cert);
 }
 
 // Prints `status` on stderr and ends the verb with its exit code.
@@ -45,7 +47,9 @@ void AddClientOptions(CLI::App* cmd, ClientArgs* a) {
 }
 
 std::unique_ptr<ApiClient> Connect(const ClientArgs& a) {
-  auto client = ApiClient::Create(ApiClientOptions{a.server, a.token});
+  ApiClientOptions options{a.server, a.token};
+  options.ca_cert_file = a.ca_cert;
+  auto client = ApiClient::Create(options);
   if (!client.ok()) Fail(client.status());
   return std::move(*client);
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "server/config.h"
 #include "server/controller.h"
 #include "server/http_api.h"
+#include "server/tls_context.h"
 #include "southbound/device_config.h"
 #include "southbound/emulator/emulated_switch.h"
 #include "southbound/p4runtime_switch_client.h"
@@ -46,7 +48,17 @@ struct ServeArgs {
   std::string algorithm;
   uint64_t election_id = 0;
   std::string log_level = "info";
+  std::string tls_cert;
+  std::string tls_key;
+  bool allow_insecure_http = false;
 };
+
+// The TLS flags into `config` (they win over the file).
+void ApplyTlsFlags(const ServeArgs& args, ServeConfig* config) {
+  if (!args.tls_cert.empty()) config->http.tls_cert_file = args.tls_cert;
+  if (!args.tls_key.empty()) config->http.tls_key_file = args.tls_key;
+  if (args.allow_insecure_http) config->allow_insecure_http = true;
+}
 
 }  // namespace
 
@@ -140,6 +152,13 @@ int Serve(const ServeArgs& args) {
 
   ServeConfig config;
   if (args.demo) config.db = "inac-demo.db";
+  if (args.tls_cert.empty() != args.tls_key.empty()) {
+    std::cerr << "inac: --tls-cert and --tls-key go together (the certificate chain and its key, "
+                 "PEM files)\n";
+    return kExitBadInput;
+  }
+  // Before the file too, so that its listen check sees TLS given on the command line.
+  ApplyTlsFlags(args, &config);
   if (!args.config.empty()) {
     auto text = ReadFile(args.config);
     if (!text.ok()) {
@@ -147,7 +166,8 @@ int Serve(const ServeArgs& args) {
       return kExitBadInput;
     }
     std::vector<core::Problem> problems;
-    auto parsed = ParseServeConfig(*text, config, &problems);
+    auto parsed = ParseServeConfig(*text, config, &problems,
+                                   std::filesystem::path(args.config).parent_path().string());
     if (!parsed) {
       PrintProblems(args.config, problems);
       return kExitBadInput;
@@ -158,6 +178,8 @@ int Serve(const ServeArgs& args) {
   if (!args.listen.empty()) config.listen = args.listen;
   if (!args.algorithm.empty()) config.controller.algorithm = args.algorithm;
   if (args.election_id) config.controller.election_id = args.election_id;
+  ApplyTlsFlags(args, &config);
+  const bool tls = !config.http.tls_cert_file.empty();
 
   std::string host;
   int port = 0;
@@ -170,12 +192,24 @@ int Serve(const ServeArgs& args) {
     demo_token = RandomToken();
     config.tokens.push_back(ApiToken{"demo-admin", demo_token, Role::kAdmin, ""});
   }
-  if (config.tokens.empty()) {
-    if (!IsLoopbackHost(host)) {
-      std::cerr << "inac: refusing to listen on " << host
-                << " without API tokens; configure tokens or listen on 127.0.0.1\n";
+  // Before anything is opened or bound.
+  if (auto s = CheckListenAllowed(config); !s.ok()) {
+    std::cerr << "inac: " << s.message() << "\n";
+    return kExitBadInput;
+  }
+  if (tls) {
+    auto loaded = TlsServerContext::Load(config.http.tls_cert_file, config.http.tls_key_file);
+    if (!loaded.ok()) {
+      std::cerr << "inac: " << loaded.status().message() << "\n";
       return kExitBadInput;
     }
+  } else if (!config.tokens.empty() && !IsLoopbackHost(host)) {
+    spdlog::warn(
+        "event=insecure_http listen={} note=\"API tokens cross the network in the clear: "
+        "allow_insecure_http is set; configure tls (cert, key) to serve HTTPS\"",
+        config.listen);
+  }
+  if (config.tokens.empty()) {
     spdlog::warn(
         "event=auth_disabled reason=\"no tokens configured\" listen={} "
         "note=\"serving on loopback only\"",
@@ -217,6 +251,10 @@ int Serve(const ServeArgs& args) {
                         config.controller);
   HttpApiOptions http_options;
   http_options.tokens = config.tokens;
+  http_options.server = config.http;
+  http_options.threads = config.http.workers;
+  http_options.max_body_bytes = config.http.max_body_bytes;
+  http_options.allow_insecure_http = config.allow_insecure_http;
   HttpApi api(&controller, http_options);
   // The address first: a second controller started on a taken address must exit before its loop
   // touches a switch.
@@ -229,10 +267,11 @@ int Serve(const ServeArgs& args) {
     std::cerr << "inac: " << s.message() << "\n";
     return kExitBadInput;
   }
-  std::string base = absl::StrCat("http://", host, ":", *bound, "/api/v1");
+  const char* scheme = tls ? "https://" : "http://";
+  std::string base = absl::StrCat(scheme, host, ":", *bound, "/api/v1");
   // Tests read this line to find the port.
   std::cout << "listening on " << host << ":" << *bound << std::endl;
-  spdlog::info("event=serving api={} db={}", base, config.db);
+  spdlog::info("event=serving api={} db={} tls={}", base, config.db, tls);
   if (args.demo) {
     for (const auto& spec : DemoJobs()) {
       auto r = controller.SubmitJob(
@@ -245,7 +284,7 @@ int Serve(const ServeArgs& args) {
               << "  Watch:     " << base << "/switches , " << base << "/jobs , " << base
               << "/events/stream (JSON and server-sent events, with the token below as "
                  "Authorization: Bearer; no HTML dashboard yet)\n"
-              << "  CLI:       INAC_SERVER=http://" << host << ":" << *bound
+              << "  CLI:       INAC_SERVER=" << scheme << host << ":" << *bound
               << " INAC_TOKEN=" << demo_token << " " << SelfPath() << " job list\n"
               << "  Token:     " << demo_token << "\n"
               << "  Try:       curl -H 'Authorization: Bearer " << demo_token << "' " << base
@@ -260,10 +299,28 @@ int Serve(const ServeArgs& args) {
   std::signal(SIGPIPE, SIG_IGN);
   while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("event=shutdown signal={}", g_signal.load());
+  // Each step timed, so a slow shutdown names its cause in the log.
+  auto since = [start = std::chrono::steady_clock::now()] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
   api.Stop();
   server.join();
-  controller.Stop();
+  const double api_ms = since();
+  if (!controller.StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
+    // The loop is inside a solve. Every acknowledged command is committed (each is one SQLite
+    // transaction), so exiting now loses only the plan being computed, which the next start
+    // recomputes; waiting could take as long as the solve (seconds with 1,000 jobs).
+    spdlog::warn("event=stopped api_ms={:.1f} total_ms={:.1f} abandoned=plan_in_progress", api_ms,
+                 since());
+    spdlog::shutdown();
+    std::cout.flush();
+    std::_Exit(kExitOk);
+  }
+  const double controller_ms = since() - api_ms;
   for (auto& sw : fabric) sw->Shutdown();
+  spdlog::info("event=stopped api_ms={:.1f} controller_ms={:.1f} total_ms={:.1f}", api_ms,
+               controller_ms, since());
   return kExitOk;
 }
 
@@ -280,6 +337,13 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--algorithm", args->algorithm, "Routing algorithm (default grid)");
   cmd->add_option("--election-id", args->election_id,
                   "P4Runtime election id (default: one above the highest stored)");
+  cmd->add_option("--tls-cert", args->tls_cert,
+                  "Serve HTTPS: PEM certificate chain, server certificate first (with --tls-key; "
+                  "overrides the config's tls.cert)");
+  cmd->add_option("--tls-key", args->tls_key,
+                  "PEM private key (unencrypted) of --tls-cert (overrides the config's tls.key)");
+  cmd->add_flag("--allow-insecure-http", args->allow_insecure_http,
+                "Allow API tokens over plain HTTP on a non-loopback address (logged as a warning)");
   cmd->add_option("--log-level", args->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   cmd->callback([args] {

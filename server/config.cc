@@ -3,6 +3,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
@@ -11,8 +17,109 @@ namespace inac::server {
 
 using core::Json;
 
+namespace {
+// Ten years: longer is a typo (0 already means forever).
+constexpr int64_t kMaxRetentionDays = 3650;
+}  // namespace
+
+namespace {
+
+// The "http" object: the API server's limits (server/http_server.h), each in a range that keeps
+// the server working (a timeout of 0 or a cap of 0 connections would refuse everything).
+void ParseHttpLimits(const Json& v, const std::string& k, HttpServerOptions* o,
+                     std::vector<core::Problem>* problems) {
+  if (!v.is_object()) return problems->push_back({k, "expected an object"});
+  struct Field {
+    const char* name;
+    int64_t lo, hi;
+    std::function<void(int64_t)> set;
+  };
+  const std::vector<Field> fields = {
+      {"threads", 2, 256, [o](int64_t x) { o->workers = static_cast<int>(x); }},
+      {"max_connections", 16, 1000000, [o](int64_t x) { o->max_connections = x; }},
+      {"max_connections_per_client", 1, 1000000,
+       [o](int64_t x) { o->max_connections_per_client = x; }},
+      {"max_request_line_bytes", 1024, 1 << 20, [o](int64_t x) { o->max_request_line_bytes = x; }},
+      {"max_header_bytes", 1024, 1 << 20, [o](int64_t x) { o->max_header_bytes = x; }},
+      {"max_headers", 8, 10000, [o](int64_t x) { o->max_headers = x; }},
+      {"max_body_bytes", 1024, 64 << 20, [o](int64_t x) { o->max_body_bytes = x; }},
+      {"header_timeout_ms", 100, 600000,
+       [o](int64_t x) { o->header_timeout_ms = static_cast<int>(x); }},
+      {"body_timeout_ms", 100, 600000,
+       [o](int64_t x) { o->body_timeout_ms = static_cast<int>(x); }},
+      {"idle_timeout_ms", 100, 3600000,
+       [o](int64_t x) { o->idle_timeout_ms = static_cast<int>(x); }},
+      {"write_timeout_ms", 100, 600000,
+       [o](int64_t x) { o->write_timeout_ms = static_cast<int>(x); }},
+      {"max_pipelined", 1, 1024, [o](int64_t x) { o->max_pipelined = x; }},
+  };
+  for (auto f = v.begin(); f != v.end(); ++f) {
+    const std::string fp = absl::StrCat(k, ".", f.key());
+    auto field = std::find_if(fields.begin(), fields.end(),
+                              [&](const Field& x) { return f.key() == x.name; });
+    if (field == fields.end()) {
+      problems->push_back({fp, "unknown field"});
+      continue;
+    }
+    const Json& x = f.value();
+    if (!x.is_number_integer() || x.get<int64_t>() < field->lo || x.get<int64_t>() > field->hi) {
+      problems->push_back(
+          {fp, absl::StrCat("expected an integer in ", field->lo, "..", field->hi)});
+      continue;
+    }
+    field->set(x.get<int64_t>());
+  }
+  if (o->max_connections_per_client > o->max_connections) {
+    problems->push_back({k + ".max_connections_per_client", "must not exceed max_connections"});
+  }
+  if (o->max_request_line_bytes > o->max_header_bytes) {
+    problems->push_back({k + ".max_request_line_bytes", "must not exceed max_header_bytes"});
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The "tls" object: both PEM files, resolved against `base_dir` and readable (their content is
+// checked when the server loads them: HttpServer::Bind).
+void ParseTls(const Json& v, const std::string& k, const std::string& base_dir,
+              HttpServerOptions* o, std::vector<core::Problem>* problems) {
+  if (!v.is_object()) return problems->push_back({k, "expected an object with cert and key"});
+  std::string* targets[] = {&o->tls_cert_file, &o->tls_key_file};
+  const char* names[] = {"cert", "key"};
+  for (auto f = v.begin(); f != v.end(); ++f) {
+    if (f.key() != "cert" && f.key() != "key") {
+      problems->push_back({absl::StrCat(k, ".", f.key()), "unknown field (cert, key)"});
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    const std::string fp = absl::StrCat(k, ".", names[i]);
+    auto f = v.find(names[i]);
+    if (f == v.end()) {
+      problems->push_back({fp, "missing: TLS needs both cert and key (PEM files)"});
+      continue;
+    }
+    if (!f->is_string() || f->get<std::string>().empty()) {
+      problems->push_back({fp, "expected a file path"});
+      continue;
+    }
+    std::string path = f->get<std::string>();
+    if (path.front() != '/' && !base_dir.empty()) path = absl::StrCat(base_dir, "/", path);
+    std::ifstream in(path);
+    if (!in) {
+      problems->push_back({fp, absl::StrCat("cannot read ", path, ": ", std::strerror(errno))});
+      continue;
+    }
+    *targets[i] = path;
+  }
+}
+
+}  // namespace
+
 std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig config,
-                                            std::vector<core::Problem>* problems) {
+                                            std::vector<core::Problem>* problems,
+                                            const std::string& base_dir) {
   size_t before = problems->size();
   auto json = core::ParseJsonText(text, problems);
   if (!json) return std::nullopt;
@@ -55,6 +162,37 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       integer(v, k, 0, 60000, &config.controller.debounce_ms);
     } else if (k == "election_id") {
       integer(v, k, 0, INT64_MAX, &config.controller.election_id);
+    } else if (k == "retention") {
+      if (!v.is_object()) {
+        problems->push_back({k, "expected an object"});
+        continue;
+      }
+      RetentionOptions& r = config.controller.retention;
+      for (auto f = v.begin(); f != v.end(); ++f) {
+        const std::string fp = absl::StrCat(k, ".", f.key());
+        int64_t days = 0;
+        if (f.key() == "finished_jobs_days") {
+          integer(f.value(), fp, 0, kMaxRetentionDays, &days);
+          r.finished_jobs_ms = days * RetentionOptions::kDayMs;
+        } else if (f.key() == "audit_days") {
+          integer(f.value(), fp, 0, kMaxRetentionDays, &days);
+          r.audit_ms = days * RetentionOptions::kDayMs;
+        } else {
+          problems->push_back({fp, "unknown field (finished_jobs_days, audit_days)"});
+        }
+      }
+    } else if (k == "shutdown_grace_ms") {
+      integer(v, k, 0, 600000, &config.shutdown_grace_ms);
+    } else if (k == "http") {
+      ParseHttpLimits(v, k, &config.http, problems);
+    } else if (k == "tls") {
+      ParseTls(v, k, base_dir, &config.http, problems);
+    } else if (k == "allow_insecure_http") {
+      if (!v.is_boolean()) {
+        problems->push_back({k, "expected true or false"});
+      } else {
+        config.allow_insecure_http = v.get<bool>();
+      }
     } else if (k == "tokens") {
       if (!v.is_array()) {
         problems->push_back({k, "expected an array"});
@@ -117,10 +255,27 @@ absl::Status CheckListenAllowed(const ServeConfig& config) {
   std::string host;
   int port = 0;
   if (auto s = SplitHostPort(config.listen, &host, &port); !s.ok()) return s;
-  if (config.tokens.empty() && !IsLoopbackHost(host)) {
+  return CheckListenRule(host, !config.tokens.empty(),
+                         !config.http.tls_cert_file.empty() && !config.http.tls_key_file.empty(),
+                         config.allow_insecure_http);
+}
+
+absl::Status CheckListenRule(const std::string& host, bool has_tokens, bool tls,
+                             bool allow_insecure_http) {
+  if (IsLoopbackHost(host)) return absl::OkStatus();
+  if (!has_tokens) {
     return absl::FailedPreconditionError(
         absl::StrCat("refusing to listen on ", host,
-                     " without API tokens; configure tokens or listen on a loopback address"));
+                     " without API tokens (every request would be allowed); configure tokens or "
+                     "listen on a loopback address"));
+  }
+  if (!tls && !allow_insecure_http) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to listen on ", host,
+        " over plain HTTP with API tokens (they would cross the network in the clear); serve "
+        "HTTPS with \"tls\": {\"cert\": FILE, \"key\": FILE} in the config (or --tls-cert, "
+        "--tls-key), listen on a loopback address, or accept the risk with "
+        "\"allow_insecure_http\": true (--allow-insecure-http)"));
   }
   return absl::OkStatus();
 }

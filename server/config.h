@@ -4,15 +4,37 @@
 // {
 //   "listen": "127.0.0.1:8080",          // host:port of the REST API
 //   "db": "inac.db",                     // SQLite file
-//   "algorithm": "grid",                 // routing: no_ina|atp|switchml|grid|inart|optimal
+//   "algorithm": "grid",                 // no_ina|atp|atp_sharded|switchml|grid|inart|optimal
 //   "memory_policy": "esa",              // esa|atp|switchml|no_ina
 //   "seed": 1, "rounds": 8, "paths": 4,
 //   "timer_ms": 2000, "debounce_ms": 50,
 //   "counters_period_ms": 2000,          // INA counter reads per switch at most this often
 //   "election_id": 0,                    // 0: one above the highest stored (restart wins)
+//   "shutdown_grace_ms": 1000,           // SIGTERM: wait this long for a solve in progress
+//   "retention": {                       // checked at start, then hourly (0 = keep forever)
+//     "finished_jobs_days": 7,           // completed/cancelled/failed jobs, their idempotency
+//                                        //   keys and events, N days after their last update
+//     "audit_days": 90                   // audit log entries of API writes; both 0..3650
+//   },
+//   "http": {                            // the API server's limits (server/http_server.h);
+//     "threads": 16,                     //   every field optional, each range-checked
+//     "max_connections": 10000, "max_connections_per_client": 4096,
+//     "max_request_line_bytes": 8192, "max_header_bytes": 16384, "max_headers": 100,
+//     "max_body_bytes": 1048576, "header_timeout_ms": 10000, "body_timeout_ms": 30000,
+//     "idle_timeout_ms": 60000, "write_timeout_ms": 30000, "max_pipelined": 16
+//   },
 //   "tokens": [{"name": "ops", "token": "<at least 16 chars>", "role": "admin"},
-//              {"name": "w", "token": "...", "role": "worker", "tenant": "vision"}]
+//              {"name": "w", "token": "...", "role": "worker", "tenant": "vision"}],
+//   "tls": {                             // HTTPS for the API (both fields required): PEM files,
+//     "cert": "tls/cert.pem",            //   the certificate chain (server certificate first)
+//     "key": "tls/key.pem"               //   and its unencrypted key; relative paths are resolved
+//   },                                   //   against this file's directory
+//   "allow_insecure_http": false         // true: serve tokens over plain HTTP beyond loopback
 // }
+//
+// Where the API may listen (CheckListenRule): without tokens only on loopback; with tokens
+// beyond loopback only over TLS, unless "allow_insecure_http" (which `inac serve` logs as a
+// warning at start). `inac serve --tls-cert/--tls-key/--allow-insecure-http` override the file.
 #pragma once
 
 #include <optional>
@@ -30,17 +52,33 @@ struct ServeConfig {
   std::string db = "inac.db";
   ControllerOptions controller;
   std::vector<ApiToken> tokens;
+  // "http": limits of the API server (`workers` is "threads"); "tls" sets `http.tls_cert_file`
+  // and `http.tls_key_file`.
+  HttpServerOptions http;
+  bool allow_insecure_http = false;
+  // "shutdown_grace_ms": on SIGTERM/SIGINT, how long the loop's current step (a solve) may
+  // finish before the process exits without it.
+  int64_t shutdown_grace_ms = 1000;
 };
 
 // Parses a configuration file's text over the defaults in `config`. nullopt on any problem (all
 // appended to `problems`), including a `listen` that CheckListenAllowed refuses.
+// `base_dir` is the directory relative paths of the file ("tls") are resolved against (the config
+// file's; empty: the working directory); a "tls" file that cannot be read is a problem.
 std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig config,
-                                            std::vector<core::Problem>* problems);
+                                            std::vector<core::Problem>* problems,
+                                            const std::string& base_dir = "");
 
-// The rule for serving without authentication: with no API token configured every request is
-// allowed, so `config.listen` must be a loopback address. FailedPrecondition otherwise,
-// InvalidArgument for a malformed `listen`. (HttpApi::Bind enforces the same rule.)
+// CheckListenRule for `config` (listen, tokens, http.tls_*, allow_insecure_http); InvalidArgument
+// for a malformed `listen`. (HttpApi::Bind enforces the same rule.)
 absl::Status CheckListenAllowed(const ServeConfig& config);
+
+// The rule for the API's address `host`: with no API token every request is allowed, so only a
+// loopback address (IsLoopbackHost) may be served, TLS or not; with tokens, a non-loopback address
+// needs TLS (the tokens would cross the network in the clear) unless `allow_insecure_http`.
+// FailedPrecondition naming the fix otherwise.
+absl::Status CheckListenRule(const std::string& host, bool has_tokens, bool tls,
+                             bool allow_insecure_http);
 
 // Splits "host:port"; InvalidArgument for a malformed value or a port outside 0..65535.
 absl::Status SplitHostPort(const std::string& listen, std::string* host, int* port);

@@ -45,7 +45,8 @@ Controller::Controller(core::Storage* storage, SwitchClientFactory factory, Cloc
       fleet_(&storage->switch_states(), &events_, &metrics_, std::move(factory), clock_,
              FleetOptionsOf(options_)),
       jobs_(storage, &events_, &fleet_, clock_, [this] { Wake(); }),
-      topology_(storage, &events_, &fleet_, clock_, [this] { Wake(); }) {}
+      topology_(storage, &events_, &fleet_, clock_, [this] { Wake(); }),
+      retention_(storage, &events_, &metrics_, clock_, options_.retention) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -56,6 +57,7 @@ ApiServices Controller::services() {
   s.plans = this;
   s.events = this;
   s.health = this;
+  s.audit = this;
   return s;
 }
 
@@ -66,6 +68,11 @@ absl::Status Controller::Start() {
     return absl::InvalidArgumentError(absl::StrCat("unknown memory policy \"",
                                                    options_.memory_policy,
                                                    "\" (known: esa, atp, switchml, no_ina)"));
+  }
+  if (options_.retention.period_ms <= 0 || options_.retention.batch_rows <= 0 ||
+      options_.retention.finished_jobs_ms < 0 || options_.retention.audit_ms < 0) {
+    return absl::InvalidArgumentError(
+        "retention: period and batch size must be positive, ages must not be negative");
   }
   uint64_t election = options_.election_id;
   if (election == 0) {
@@ -86,20 +93,45 @@ absl::Status Controller::Start() {
                options_.algorithm, options_.memory_policy, election);
   events_.Log("controller_started", std::nullopt,
               absl::StrCat("controller started with election id ", election));
-  loop_ = std::thread([this] { LoopMain(); });
+  {
+    absl::MutexLock lock(&mu_);
+    loop_exited_ = false;
+  }
+  loop_ = std::thread([this] {
+    LoopMain();
+    absl::MutexLock lock(&mu_);
+    loop_exited_ = true;
+  });
+  retention_.Start();
   return absl::OkStatus();
 }
 
-void Controller::Stop() {
+void Controller::Stop() { StopWithin(absl::InfiniteDuration()); }
+
+bool Controller::StopWithin(absl::Duration grace) {
   {
     absl::MutexLock lock(&mu_);
-    if (!started_) return;
-    stopping_ = true;
-    started_ = false;
+    if (started_) {
+      stopping_ = true;
+      started_ = false;
+    }
+    // The loop leaves at its next check: between passes at once, inside a pass after its current
+    // step (a plan being computed is not interrupted).
+    auto exited = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return loop_exited_; };
+    if (loop_.joinable() && !mu_.AwaitWithTimeout(absl::Condition(&exited), grace)) {
+      return false;
+    }
   }
+  retention_.Stop();
   if (loop_.joinable()) loop_.join();
   fleet_.Shutdown();
   events_.Close();
+  return true;
+}
+
+bool Controller::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
 }
 
 void Controller::Wake() {
@@ -403,6 +435,7 @@ void Controller::Pass() {
   auto t1 = Steady::now();
   int64_t plan_version = 0;
   auto replanned = MaybeReplan(*snapshot, &plan_version);
+  if (Stopping()) return;  // a plan that finished is saved; its switches are for the next start
   if (!replanned.ok() && plan_version == 0) {
     if (!snapshot->plan) return;
     plan_version = snapshot->plan->plan.version;  // keep driving the last good plan
@@ -474,12 +507,14 @@ std::vector<InaCounterSample> Controller::JobCounters(core::JobId id) {
   return jobs_.JobCounters(id);
 }
 
-absl::StatusOr<int64_t> Controller::PutTopology(const core::Topology& topology) {
-  return topology_.PutTopology(topology);
+absl::StatusOr<int64_t> Controller::PutTopology(const core::Topology& topology,
+                                                std::optional<int64_t> if_match) {
+  return topology_.PutTopology(topology, if_match);
 }
-absl::StatusOr<core::Link> Controller::SetLinkStatus(const std::string& link_id,
-                                                     core::LinkStatus status) {
-  return topology_.SetLinkStatus(link_id, status);
+absl::StatusOr<LinkChange> Controller::SetLinkStatus(const std::string& link_id,
+                                                     core::LinkStatus status,
+                                                     std::optional<int64_t> if_match) {
+  return topology_.SetLinkStatus(link_id, status, if_match);
 }
 absl::StatusOr<std::optional<core::TopologyRecord>> Controller::GetTopology() {
   return topology_.GetTopology();
@@ -529,6 +564,15 @@ absl::StatusOr<std::vector<core::Event>> Controller::Events(const core::EventFil
 
 int64_t Controller::WaitForEvents(int64_t after_seq, int timeout_ms) {
   return events_.WaitForEvents(after_seq, timeout_ms);
+}
+
+absl::Status Controller::RecordAudit(core::AuditEntry entry) {
+  if (entry.time_ms == 0) entry.time_ms = clock_();
+  return storage_->audit().Append(entry).status();
+}
+
+absl::StatusOr<core::AuditPage> Controller::ListAudit(const core::AuditFilter& filter) {
+  return storage_->audit().List(filter);
 }
 
 bool Controller::LoopAlive() {

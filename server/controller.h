@@ -23,7 +23,10 @@
 //
 // Composition (docs/server.md): the Controller owns the event hub, the metrics, the switch fleet
 // (server/switch_fleet.h), the job and topology managers (the JobService and TopologyService) and
-// runs the loop; planning itself is scheduler::ComputePlan (scheduler/planner.h).
+// runs the loop; planning itself is scheduler::ComputePlan (scheduler/planner.h). It also serves
+// the audit log (AuditService, over core::AuditLog) and owns the RetentionWorker
+// (server/retention_worker.h), whose thread prunes finished jobs and audit entries at Start and
+// then every `retention.period_ms`, outside the loop.
 //
 // Thread safety: every public method may be called from any thread.
 #pragma once
@@ -48,6 +51,7 @@
 #include "server/job_config.h"
 #include "server/job_manager.h"
 #include "server/metrics.h"
+#include "server/retention_worker.h"
 #include "server/services.h"
 #include "server/switch_fleet.h"
 #include "server/topology_manager.h"
@@ -72,13 +76,17 @@ struct ControllerOptions {
   uint64_t election_id = 0;
   int64_t keep_events = 100000;
   int64_t keep_plans = 50;
+  // Retention of finished jobs and audit entries (server/retention_worker.h): run at Start and
+  // then every retention.period_ms on a thread of its own.
+  RetentionOptions retention;
 };
 
 class Controller : public JobService,
                    public TopologyService,
                    public PlanService,
                    public EventService,
-                   public HealthService {
+                   public HealthService,
+                   public AuditService {
  public:
   // `storage` is not owned and must outlive the controller.
   Controller(core::Storage* storage, SwitchClientFactory factory, Clock clock,
@@ -90,8 +98,14 @@ class Controller : public JobService,
   // Loads the stored state, creates the switch clients and starts the loop thread. Errors from
   // storage (the database cannot be read) or InvalidArgument for unknown algorithm/policy names.
   absl::Status Start();
-  // Stops the loop and disconnects the switches. Idempotent.
+  // Stops the loop and disconnects the switches. Idempotent. Waits for the loop's current step
+  // (a plan being computed is not interrupted: up to a solve's time).
   void Stop();
+  // Stop() that waits at most `grace` for the loop. false: the loop is still inside a step (a
+  // solve) and the controller is NOT stopped -- it must not be destroyed; a process that is
+  // shutting down exits without it (every acknowledged write is already committed; the plan in
+  // progress is recomputed at the next start). true: stopped as by Stop().
+  bool StopWithin(absl::Duration grace);
 
   // Every service of this controller, for a northbound adapter.
   ApiServices services();
@@ -108,9 +122,10 @@ class Controller : public JobService,
   std::vector<InaCounterSample> JobCounters(core::JobId id) override;
 
   // --- TopologyService
-  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology) override;
-  absl::StatusOr<core::Link> SetLinkStatus(const std::string& link_id,
-                                           core::LinkStatus status) override;
+  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology,
+                                      std::optional<int64_t> if_match) override;
+  absl::StatusOr<LinkChange> SetLinkStatus(const std::string& link_id, core::LinkStatus status,
+                                           std::optional<int64_t> if_match) override;
   absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology() override;
   std::vector<SwitchStatus> Switches() override;
   absl::StatusOr<SwitchStatus> GetSwitch(const std::string& id) override;
@@ -129,6 +144,13 @@ class Controller : public JobService,
   std::string MetricsText() override;
   server::Metrics* metrics() override { return &metrics_; }
 
+  // --- AuditService
+  absl::Status RecordAudit(core::AuditEntry entry) override;
+  absl::StatusOr<core::AuditPage> ListAudit(const core::AuditFilter& filter) override;
+
+  // One retention run now, on the calling thread (tests; the retention thread runs it too).
+  absl::StatusOr<storage::RetentionResult> RunRetention() { return retention_.RunOnce(); }
+
   // Counters and the current state in one value (tests and benchmarks).
   ControllerMetrics Metrics();
 
@@ -140,6 +162,8 @@ class Controller : public JobService,
   void Wake();
   void LoopMain();
   void Pass();
+  // Whether Stop() was asked for (the loop's steps check it between them).
+  bool Stopping();
   absl::StatusOr<bool> MaybeReplan(const core::Snapshot& snapshot, int64_t* plan_version);
   // With the current plan's inputs unchanged: re-ranks the ESA priorities from progress and age
   // (scheduler::RefreshPriorities) and saves a new plan version (same routes and aggregators)
@@ -166,10 +190,12 @@ class Controller : public JobService,
   SwitchFleet fleet_;
   JobManager jobs_;
   TopologyManager topology_;
+  RetentionWorker retention_;
 
   absl::Mutex mu_;  // the loop's state, shared with Sync, Stop and the health queries
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool loop_exited_ ABSL_GUARDED_BY(mu_) = true;  // no loop thread running
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   int64_t passes_started_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t passes_done_ ABSL_GUARDED_BY(mu_) = 0;

@@ -141,6 +141,42 @@ std::string HostOf(absl::string_view authority) {
   return std::string(authority.substr(0, authority.find(':')));
 }
 
+bool IsWriteMethod(absl::string_view method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+std::string RoleName(Role role) {
+  switch (role) {
+    case Role::kAdmin:
+      return "admin";
+    case Role::kOperator:
+      return "operator";
+    case Role::kViewer:
+      return "viewer";
+    case Role::kWorker:
+      return "worker";
+  }
+  return "none";
+}
+
+// The job a write names (/jobs/{id}...) or created (POST /jobs answered 200 or 201: its
+// Location), for the audit log.
+std::optional<core::JobId> AuditedJob(const httplib::Request& req, const httplib::Response& res,
+                                      absl::string_view route_path) {
+  int64_t id = 0;
+  if (absl::StartsWith(route_path, "/jobs/{id}")) {
+    if (req.matches.size() > 1 && absl::SimpleAtoi(req.matches[1].str(), &id)) return id;
+    return std::nullopt;
+  }
+  if (route_path == "/jobs" && (res.status == 200 || res.status == 201)) {
+    absl::string_view location = res.get_header_value("Location");
+    if (absl::ConsumePrefix(&location, "/api/v1/jobs/") && absl::SimpleAtoi(location, &id)) {
+      return id;
+    }
+  }
+  return std::nullopt;
+}
+
 bool IsJsonContentType(const std::string& value) {
   // "application/json", optionally with parameters ("; charset=utf-8").
   absl::string_view type = absl::string_view(value).substr(0, value.find(';'));
@@ -172,11 +208,10 @@ HttpApi::HttpApi(Controller* controller, HttpApiOptions options)
 HttpApi::~HttpApi() { Stop(); }
 
 absl::StatusOr<int> HttpApi::Bind(const std::string& host, int port) {
-  if (options_.tokens.empty() && !IsLoopbackHost(host)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("refusing to listen on ", host,
-                     " without API tokens (every request would be allowed); configure tokens or "
-                     "listen on a loopback address"));
+  if (auto s = CheckListenRule(host, !options_.tokens.empty(), server_->tls(),
+                               options_.allow_insecure_http);
+      !s.ok()) {
+    return s;
   }
   return server_->Bind(host, port);
 }
@@ -199,6 +234,7 @@ void HttpApi::Routes() {
   rest::PlanResource(services_.plans).Register(table);
   rest::EventsResource(services_.events, services_.health, std::max(1, options_.threads / 2))
       .Register(table);
+  if (services_.audit != nullptr) rest::AuditResource(services_.audit).Register(table);
   for (rest::RouteEntry& entry : table.entries()) {
     std::string pattern = "/api/v1" + entry.path;
     auto brace = pattern.find("{id}");
@@ -253,7 +289,7 @@ bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
                              "\" is not a loopback name; without API tokens only loopback "
                              "clients are served"),
                 "Host");
-      return false;
+      return Refused(req, res, "host_not_loopback", "");
     }
     if (req.has_header("Origin")) {
       const std::string origin = req.get_header_value("Origin");
@@ -266,7 +302,7 @@ bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
                                "\" is not a loopback page; without API tokens cross-site requests "
                                "are refused"),
                   "Origin");
-        return false;
+        return Refused(req, res, "origin_not_loopback", "");
       }
     }
   }
@@ -281,7 +317,7 @@ bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
       SendError(
           res, 401, "unauthenticated",
           presented ? "unknown bearer token" : "missing bearer token (Authorization: Bearer ...)");
-      return false;
+      return Refused(req, res, presented ? "unknown_token" : "missing_token", "");
     }
     bool ok = false;
     switch (who->role) {
@@ -301,7 +337,7 @@ bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
     if (!ok) {
       SendError(res, 403, "permission_denied",
                 absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", req.path));
-      return false;
+      return Refused(req, res, "role", who->name);
     }
   }
   // Bodies are JSON: a form or text/plain body (what a page may send cross-site without a
@@ -335,6 +371,7 @@ void HttpApi::Handle(httplib::Request& req, httplib::Response& res) {
       if (!ok) {
         SendError(res, 403, "permission_denied",
                   absl::StrCat("token \"", who->name, "\" may not ", req.method, " ", req.path));
+        Audit(req, res, *route);
         return;
       }
     }
@@ -345,6 +382,46 @@ void HttpApi::Handle(httplib::Request& req, httplib::Response& res) {
     metrics->ObserveHttp(
         route->entry.method, route->entry.path, res.status,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  Audit(req, res, *route);
+}
+
+bool HttpApi::Refused(const httplib::Request& req, const httplib::Response& res,
+                      absl::string_view reason, absl::string_view token_name) const {
+  // On the event thread: a counter and a log line, never the database.
+  if (Metrics* metrics = services_.health->metrics(); metrics != nullptr) {
+    metrics->CountAuthRefusal(res.status);
+  }
+  spdlog::warn("event=request_refused status={} reason={} token=\"{}\" remote={} method={} path={}",
+               res.status, std::string(reason), std::string(token_name), req.remote_addr,
+               req.method, req.path);
+  return false;
+}
+
+void HttpApi::Audit(const httplib::Request& req, const httplib::Response& res, const Route& route) {
+  if (services_.audit == nullptr || !IsWriteMethod(req.method)) return;
+  core::AuditEntry entry;
+  if (options_.tokens.empty()) {
+    entry.actor = "anonymous";
+    entry.role = "none";
+  } else if (const ApiToken* who = Presenter(options_.tokens, req); who != nullptr) {
+    entry.actor = who->name;
+    entry.role = RoleName(who->role);
+  } else {
+    entry.actor = "unknown";  // no write route is public, so Admit let no such request through
+    entry.role = "none";
+  }
+  entry.remote_addr = req.remote_addr.empty() ? "-" : req.remote_addr;
+  entry.method = req.method;
+  entry.path = req.path.empty() ? "/" : req.path;  // decoded, without the query string
+  entry.status = res.status >= 100 && res.status <= 599 ? res.status : 500;
+  entry.job_id = AuditedJob(req, res, route.entry.path);
+  if (absl::Status s = services_.audit->RecordAudit(entry); !s.ok()) {
+    if (Metrics* metrics = services_.health->metrics(); metrics != nullptr) {
+      metrics->CountAuditFailure();
+    }
+    spdlog::error("event=audit_append_failed actor=\"{}\" method={} path={} status={} error=\"{}\"",
+                  entry.actor, entry.method, entry.path, entry.status, s.ToString());
   }
 }
 

@@ -10,17 +10,29 @@
 // Errors always have the body {"error": {"code", "message", "field"}}: malformed JSON or an
 // unknown field 400, unauthenticated 401, forbidden 403, unknown id or route 404, a known path
 // with another method 405 (with Allow), headers too slow 408, illegal state transition or
-// idempotency conflict 409, body over 1 MiB 413, request line over 8 KiB 414, a body that is not
-// application/json 415, headers over 16 KiB or 100 lines 431, storage unavailable or too many
-// connections 503. `field` names the offending JSON path, query parameter or header when there
-// is one.
+// idempotency conflict 409, an If-Match that no longer holds 412, body over 1 MiB 413, request line
+// over 8 KiB 414, a body that is not application/json 415, headers over 16 KiB or 100 lines 431,
+// storage unavailable or too many connections 503. `field` names the offending JSON path, query
+// parameter or header when there is one.
 //
 // Auth: bearer tokens with roles. admin: everything; operator: jobs and plan previews, and reads;
 // viewer: reads; worker: GET /jobs/{id}, GET /jobs/{id}/config and POST /jobs/{id}/progress of
 // the jobs of its tenant. /healthz and /readyz need no token. With no token configured every
 // request is allowed, so Bind refuses any address that is not loopback, and requests whose Host
 // is not a loopback name (DNS rebinding) or whose Origin is not a loopback page (a cross-site
-// form) are refused with 403.
+// form) are refused with 403. With tokens, Bind refuses a non-loopback address without TLS
+// (`server.tls_cert_file`/`tls_key_file`: HTTPS) unless `allow_insecure_http`: the rule of
+// CheckListenRule (server/config.h).
+//
+// Audit (issue 14 item 7): every write request (POST, PUT, PATCH, DELETE) that Admit let through
+// is recorded after its handler ran, with its final status (2xx, 4xx and 5xx alike), through
+// AuditService on the handler thread: the token's name and role ("anonymous"/"none" without
+// tokens), remote address, method, path without the query string, and the job it named or
+// created. Never a token or a body. The entry is a transaction of its own after the write's, so a
+// failed append (logged at error, counted) never changes an answer already decided. Requests
+// Admit refuses with 401 or 403 run no handler: they are counted
+// (inac_http_auth_refusals_total{code}) and logged at warn, not written to the database (Admit
+// runs on the event thread, which must not block). GET /audit (admin) reads the log.
 //
 // GET /events/stream holds a handler thread per open stream; at most threads/2 streams are open
 // at once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the
@@ -35,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/http_server.h"
 #include "server/services.h"
 
@@ -58,8 +71,10 @@ struct HttpApiOptions {
   size_t max_body_bytes = 1 << 20;
   int threads = 16;  // handler threads; at most threads/2 event streams are open at once
   // Connection and request limits (server/http_server.h); `workers` and `max_body_bytes` are
-  // taken from the two fields above.
+  // taken from the two fields above. `server.tls_cert_file` and `server.tls_key_file`: HTTPS.
   HttpServerOptions server;
+  // Tokens over plain HTTP on a non-loopback address (CheckListenRule); off by default.
+  bool allow_insecure_http = false;
 };
 
 // HTTP status for a canonical code (400, 401, 403, 404, 409, 413, 500, 503, 504).
@@ -79,9 +94,11 @@ class HttpApi {
   HttpApi(Controller* controller, HttpApiOptions options);
   ~HttpApi();
 
-  // Binds `host:port` (port 0 picks one). Returns the bound port; FailedPrecondition when no
-  // token is configured and `host` is not a loopback address (IsLoopbackHost); Unavailable when
-  // the address cannot be bound (e.g. another server listens there: SO_REUSEPORT is not used).
+  // Binds `host:port` (port 0 picks one). Returns the bound port; FailedPrecondition, before
+  // anything is bound, when CheckListenRule refuses `host` (no token and not loopback; tokens, not
+  // loopback, no TLS and not allow_insecure_http); HttpServer::Bind's errors for unusable TLS
+  // files; Unavailable when the address cannot be bound (e.g. another server listens there:
+  // SO_REUSEPORT is not used).
   absl::StatusOr<int> Bind(const std::string& host, int port);
   // Serves until Stop(); returns when stopped.
   void Serve();
@@ -102,8 +119,18 @@ class HttpApi {
   // On the request's head, before its body is read: Host and Origin without tokens (403), the
   // route (404, 405), the token (401) and its role (403), the body's media type (415).
   bool Admit(const httplib::Request& req, httplib::Response& res) const;
-  // A complete request: a worker token's tenant, then the route's handler, timed.
+  // A complete request: a worker token's tenant, then the route's handler, timed, then the audit
+  // entry of a write.
   void Handle(httplib::Request& req, httplib::Response& res);
+  // Admit's refusals (401, 403) that `res` holds: counted and logged at warn (on the event
+  // thread, so never written to the database). `reason` is a word for the log; `token_name`
+  // names the token when one was recognised. Returns false (Admit's answer).
+  bool Refused(const httplib::Request& req, const httplib::Response& res, absl::string_view reason,
+               absl::string_view token_name) const;
+  // On the handler thread, after the handler: appends the audit entry of a write request (POST,
+  // PUT, PATCH, DELETE) with its final status, in a transaction of its own; a failure is logged
+  // at error and counted (inac_audit_append_failures_total), the answer stands.
+  void Audit(const httplib::Request& req, const httplib::Response& res, const Route& route);
 
   ApiServices services_;
   HttpApiOptions options_;

@@ -5,6 +5,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -31,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/json.h"
+#include "server/tls_context.h"
 #include "spdlog/spdlog.h"
 
 namespace inac::server {
@@ -153,6 +157,9 @@ struct ParseError {
   std::string message;
 };
 
+// The outcome of one read or write on a connection (plain socket or TLS session).
+enum class Io { kDone, kWouldBlock, kClosed };
+
 }  // namespace
 
 struct Conn {
@@ -180,6 +187,14 @@ struct Conn {
   uint32_t registered = 0;                    // epoll events
   bool detached = false;         // removed from epoll: the peer is gone, a handler still runs
   int64_t write_blocked_ms = 0;  // since when `out` could not be written fully
+
+  // TLS (loop thread only): the session, or null for plain HTTP.
+  SSL* ssl = nullptr;
+  bool handshaking = false;
+  int64_t accepted_ms = 0;
+  bool tls_done = false;          // fatal error or close_notify sent: no more SSL calls
+  bool read_wants_write = false;  // SSL_read needs the socket writable
+  bool write_wants_read = false;  // SSL_write needs the socket readable
 
   // Shared with the handler threads.
   std::mutex mu;
@@ -226,7 +241,8 @@ struct HttpServer::Impl {
   std::mutex done_mu;
   std::vector<std::pair<uint64_t, bool>> done;  // (connection id, request finished)
 
-  std::atomic<int64_t> accepted{0}, refused{0}, timed_out{0}, requests{0}, open{0};
+  std::atomic<int64_t> accepted{0}, refused{0}, timed_out{0}, requests{0}, open{0}, tls_failures{0};
+  std::unique_ptr<TlsServerContext> tls;  // HTTPS when set (loaded by Bind)
 
   void Wake() {
     uint64_t one = 1;
@@ -251,12 +267,150 @@ struct HttpServer::Impl {
   void UpdateInterest(Conn& c, bool want_write) {
     uint32_t events = 0;
     if (!c.read_stopped && c.queue.size() < options.max_pipelined) events |= EPOLLIN | EPOLLRDHUP;
-    if (want_write) events |= EPOLLOUT;
+    if (want_write || (c.read_wants_write && !c.read_stopped)) events |= EPOLLOUT;
+    if (c.write_wants_read) events |= EPOLLIN | EPOLLRDHUP;
     Register(c, events);
+  }
+
+  // --- Transport: the socket, or the TLS session over it. Loop thread only.
+
+  // Reads up to `n` bytes into `buf` (*got: how many).
+  Io Receive(Conn& c, char* buf, size_t n, size_t* got) {
+    if (c.ssl == nullptr) {
+      while (true) {
+        ssize_t r = ::recv(c.fd, buf, n, 0);
+        if (r > 0) {
+          *got = static_cast<size_t>(r);
+          return Io::kDone;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Io::kWouldBlock;
+        return Io::kClosed;  // 0: the peer closed its side; < 0: reset
+      }
+    }
+    c.read_wants_write = false;
+    if (c.tls_done) return Io::kClosed;
+    ERR_clear_error();
+    const int r = SSL_read(c.ssl, buf, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+    if (r > 0) {
+      *got = static_cast<size_t>(r);
+      return Io::kDone;
+    }
+    switch (SSL_get_error(c.ssl, r)) {
+      case SSL_ERROR_WANT_READ:
+        return Io::kWouldBlock;
+      case SSL_ERROR_WANT_WRITE:
+        c.read_wants_write = true;
+        return Io::kWouldBlock;
+      case SSL_ERROR_ZERO_RETURN:
+        return Io::kClosed;  // close_notify: answered by SSL_shutdown in Close
+      default:
+        c.tls_done = true;  // reset, EOF without close_notify, or a protocol error
+        ERR_clear_error();
+        return Io::kClosed;
+    }
+  }
+
+  // Writes up to `n` bytes of `data` (*sent: how many).
+  Io Send(Conn& c, const char* data, size_t n, size_t* sent) {
+    if (c.ssl == nullptr) {
+      while (true) {
+        ssize_t r = ::send(c.fd, data, n, MSG_NOSIGNAL);
+        if (r > 0) {
+          *sent = static_cast<size_t>(r);
+          return Io::kDone;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Io::kWouldBlock;
+        return Io::kClosed;
+      }
+    }
+    c.write_wants_read = false;
+    if (c.tls_done) return Io::kClosed;
+    ERR_clear_error();
+    const int r = SSL_write(c.ssl, data, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+    if (r > 0) {
+      *sent = static_cast<size_t>(r);
+      return Io::kDone;
+    }
+    switch (SSL_get_error(c.ssl, r)) {
+      case SSL_ERROR_WANT_WRITE:
+        return Io::kWouldBlock;
+      case SSL_ERROR_WANT_READ:
+        c.write_wants_read = true;
+        return Io::kWouldBlock;
+      default:
+        c.tls_done = true;
+        ERR_clear_error();
+        return Io::kClosed;
+    }
+  }
+
+  // Sends close_notify once, best effort (never waits for the peer's).
+  void TlsShutdown(Conn& c) {
+    if (c.ssl == nullptr || c.tls_done || c.handshaking) return;
+    c.tls_done = true;
+    ERR_clear_error();
+    SSL_shutdown(c.ssl);
+    ERR_clear_error();
+  }
+
+  // Drives the TLS handshake of `c` one step; once it is done, reads what the client sent.
+  void Handshake(const std::shared_ptr<Conn>& c) {
+    ERR_clear_error();
+    const int r = SSL_do_handshake(c->ssl);
+    if (r == 1) {
+      c->handshaking = false;
+      c->last_activity_ms = NowMs();
+      UpdateInterest(*c, false);
+      OnReadable(c);  // a request may already sit in the session's buffer
+      return;
+    }
+    const int error = SSL_get_error(c->ssl, r);
+    if (error == SSL_ERROR_WANT_READ) {
+      Register(*c, EPOLLIN | EPOLLRDHUP);
+      return;
+    }
+    if (error == SSL_ERROR_WANT_WRITE) {
+      Register(*c, EPOLLOUT);
+      return;
+    }
+    const unsigned long first = ERR_peek_error();
+    const bool plain_http =
+        ERR_GET_LIB(first) == ERR_LIB_SSL && ERR_GET_REASON(first) == SSL_R_HTTP_REQUEST;
+    std::string reason = DrainOpenSslErrors();
+    if (reason.empty()) reason = "the client closed the connection during the handshake";
+    tls_failures++;
+    spdlog::debug("event=tls_handshake_failed remote={}:{} reason=\"{}\"", c->remote_addr,
+                  c->remote_port, reason);
+    c->tls_done = true;
+    if (!plain_http) {
+      Close(c);
+      return;
+    }
+    // A plain-HTTP client: OpenSSL sent nothing (no alert), so answer in its language, then
+    // close the way any refused client is closed (lingering).
+    SSL_free(c->ssl);
+    c->ssl = nullptr;
+    c->handshaking = false;
+    c->read_stopped = true;
+    c->close_after = true;
+    c->linger = true;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->out = ErrorResponse(400, "invalid_argument",
+                             "this port serves HTTPS: a plain HTTP request was sent; use https://");
+    }
+    Flush(c);
   }
 
   void Close(const std::shared_ptr<Conn>& c) {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
+    if (c->ssl != nullptr) {
+      TlsShutdown(*c);
+      SSL_free(c->ssl);
+      c->ssl = nullptr;
+    }
     ::close(c->fd);
     {
       std::lock_guard<std::mutex> lock(c->mu);
@@ -276,13 +430,13 @@ struct HttpServer::Impl {
       std::lock_guard<std::mutex> lock(c->mu);
       size_t sent = 0;
       while (sent < c->out.size()) {
-        ssize_t n = ::send(c->fd, c->out.data() + sent, c->out.size() - sent, MSG_NOSIGNAL);
-        if (n > 0) {
-          sent += static_cast<size_t>(n);
+        size_t n = 0;
+        const Io io = Send(*c, c->out.data() + sent, c->out.size() - sent, &n);
+        if (io == Io::kDone) {
+          sent += n;
           continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (io == Io::kWouldBlock) break;
         c->out.clear();  // the peer is gone
         c->dead = true;
         sent = 0;
@@ -309,6 +463,7 @@ struct HttpServer::Impl {
     c->write_blocked_ms = 0;
     if (c->close_after && !c->busy && c->queue.empty() && c->pending_error.empty()) {
       if (c->linger && !c->lingering) {
+        TlsShutdown(*c);  // then what the client still sends is read raw and discarded
         ::shutdown(c->fd, SHUT_WR);
         c->lingering = true;
         c->linger_until_ms = NowMs() + kLingerMs;
@@ -595,17 +750,17 @@ struct HttpServer::Impl {
     char buf[65536];
     bool eof = false;
     while (!c->read_stopped) {
-      ssize_t n = ::recv(c->fd, buf, sizeof(buf), 0);
-      if (n > 0) {
-        c->in.append(buf, static_cast<size_t>(n));
+      size_t n = 0;
+      const Io io = Receive(*c, buf, sizeof(buf), &n);
+      if (io == Io::kDone) {
+        c->in.append(buf, n);
         c->last_activity_ms = NowMs();
         // Bounded: never buffer more than one request's worth beyond the parser's limits.
         if (c->in.size() > options.max_header_bytes + options.max_body_bytes + 65536) break;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      eof = true;  // 0: the peer closed its side; < 0: reset
+      if (io == Io::kWouldBlock) break;
+      eof = true;  // the peer closed its side, or reset
       break;
     }
     Parse(c);
@@ -654,6 +809,10 @@ struct HttpServer::Impl {
           per_client[remote] >= options.max_connections_per_client) {
         if (per_client[remote] == 0) per_client.erase(remote);
         refused++;
+        if (tls) {  // a 503 would need the handshake the cap exists to avoid
+          ::close(fd);
+          continue;
+        }
         const std::string answer = ErrorResponse(
             503, "unavailable",
             conns.size() >= options.max_connections
@@ -684,10 +843,24 @@ struct HttpServer::Impl {
         c->local_port = ntohs(a->sin_port);
       }
       c->last_activity_ms = NowMs();
+      if (tls) {
+        c->ssl = tls->NewSession(fd);
+        if (c->ssl == nullptr) {
+          spdlog::warn("event=tls_session_failed error=\"{}\"", DrainOpenSslErrors());
+          ::close(fd);
+          continue;
+        }
+        c->handshaking = true;
+        c->accepted_ms = c->last_activity_ms;
+      }
       per_client[remote]++;
       open++;
       conns[c->id] = c;
-      UpdateInterest(*c, false);
+      if (c->handshaking) {
+        Register(*c, EPOLLIN | EPOLLRDHUP);
+      } else {
+        UpdateInterest(*c, false);
+      }
     }
   }
 
@@ -710,8 +883,12 @@ struct HttpServer::Impl {
 
   void CheckTimeouts() {
     const int64_t now = NowMs();
-    std::vector<std::shared_ptr<Conn>> expired, idle, stuck, lingered;
+    std::vector<std::shared_ptr<Conn>> expired, idle, stuck, lingered, handshakes;
     for (auto& [id, c] : conns) {
+      if (c->handshaking) {
+        if (now - c->accepted_ms > options.header_timeout_ms) handshakes.push_back(c);
+        continue;
+      }
       if (c->lingering) {
         if (now > c->linger_until_ms) lingered.push_back(c);
         continue;
@@ -729,6 +906,11 @@ struct HttpServer::Impl {
       }
     }
     for (auto& c : lingered) Close(c);
+    for (auto& c : handshakes) {
+      timed_out++;
+      spdlog::debug("event=tls_handshake_timeout remote={}:{}", c->remote_addr, c->remote_port);
+      Close(c);
+    }
     for (auto& c : stuck) {
       timed_out++;
       Close(c);
@@ -782,6 +964,11 @@ struct HttpServer::Impl {
         Parse(c);  // requests the queue limit held back
         if (conns.count(id) == 0) continue;
         Dispatch(c);
+        // Bytes the TLS session already decrypted raise no epoll event: read them now.
+        if (conns.count(id) != 0 && c->ssl != nullptr && !c->read_stopped &&
+            c->queue.size() < options.max_pipelined && SSL_has_pending(c->ssl)) {
+          OnReadable(c);
+        }
       }
     }
   }
@@ -811,9 +998,15 @@ struct HttpServer::Impl {
           Drain(c);
           continue;
         }
-        if (e & EPOLLOUT) Flush(c);
+        if (c->handshaking) {
+          Handshake(c);
+          continue;
+        }
+        const bool read_wants_write = c->read_wants_write;
+        if ((e & EPOLLOUT) || (c->write_wants_read && (e & (EPOLLIN | EPOLLRDHUP)))) Flush(c);
         if (conns.count(key) == 0) continue;
-        if (!c->read_stopped && (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        if (!c->read_stopped && ((e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ||
+                                 (read_wants_write && (e & EPOLLOUT)))) {
           OnReadable(c);
         } else if (e & (EPOLLHUP | EPOLLERR)) {
           // The peer is gone and nothing more is read: close, or once its handler returns.
@@ -988,6 +1181,15 @@ HttpServer::~HttpServer() {
 }
 
 absl::StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
+  if (tls()) {
+    auto context =
+        TlsServerContext::Load(impl_->options.tls_cert_file, impl_->options.tls_key_file);
+    if (!context.ok()) return context.status();
+    impl_->tls = *std::move(context);
+  } else if (!impl_->options.tls_cert_file.empty() || !impl_->options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs both a certificate file and a private key file (one was given)");
+  }
   // Every connection is a descriptor: allow as many as the caps need (up to the hard limit).
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
@@ -1073,7 +1275,12 @@ HttpServerStats HttpServer::stats() const {
   s.refused = impl_->refused;
   s.timed_out = impl_->timed_out;
   s.requests = impl_->requests;
+  s.tls_handshake_failures = impl_->tls_failures;
   return s;
+}
+
+bool HttpServer::tls() const {
+  return !impl_->options.tls_cert_file.empty() && !impl_->options.tls_key_file.empty();
 }
 
 }  // namespace inac::server

@@ -21,6 +21,18 @@
 // Streaming responses (a chunked content provider, e.g. server-sent events) hold a handler thread
 // for their life; the caller bounds how many may be open (server/rest_resources.h).
 //
+// HTTPS (`tls_cert_file` and `tls_key_file` set; policy in server/tls_context.h: TLS 1.2 minimum,
+// server cipher order, no renegotiation, ALPN http/1.1): every connection is a TLS session driven
+// by the same event loop. The handshake is non-blocking (SSL_accept's WANT_READ / WANT_WRITE set
+// the connection's epoll interest) and must finish within `header_timeout_ms` of the accept, or
+// the connection is closed (slowloris at the TLS layer; counted in `timed_out`); a failed
+// handshake closes the connection (counted in `tls_handshake_failures`), except that a plain-HTTP
+// request (GET, POST, HEAD, PUT) is answered, in plain HTTP, 400 "this port serves HTTPS" before
+// closing. Over a connection cap a TLS connection is closed before the handshake (no 503: the
+// answer would cost the handshake the cap exists to avoid). Reads, writes (streams included) and
+// the lingering close go through the session; a connection that ends normally sends close_notify
+// (best effort, never waited for). Everything else above holds unchanged over TLS.
+//
 // Errors the server answers itself have INAC's JSON error body {"error": {"code", "message",
 // "field"}}.
 //
@@ -29,6 +41,12 @@
 #pragma once
 
 #include <httplib.h>
+
+// cpp-httplib's types change with this macro: every translation unit must see the same value.
+// Debian's cpp-httplib.pc puts it in the Cflags of every target that links PkgConfig::HTTPLIB.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#error "httplib.h must be compiled with CPPHTTPLIB_OPENSSL_SUPPORT (link PkgConfig::HTTPLIB)"
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -53,6 +71,10 @@ struct HttpServerOptions {
   int idle_timeout_ms = 60000;
   int write_timeout_ms = 30000;  // a client that does not read its answer is closed
   size_t max_pipelined = 16;
+  // HTTPS: a PEM certificate chain (server certificate first) and its unencrypted PEM private
+  // key, read by Bind. Both empty: plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // Called with a complete request (body read); sets the response. `req.remote_addr`,
@@ -70,6 +92,7 @@ struct HttpServerStats {
   int64_t refused = 0;    // over a connection cap: 503
   int64_t timed_out = 0;  // header, body or write timeout
   int64_t requests = 0;
+  int64_t tls_handshake_failures = 0;  // failed TLS handshakes (plain HTTP on the port included)
 };
 
 class HttpServer {
@@ -81,7 +104,9 @@ class HttpServer {
 
   // Binds `host:port` (an IPv4 or IPv6 literal or a name; port 0 picks one) and listens. Returns
   // the bound port; Unavailable with the reason when the address cannot be bound (in use, not
-  // local).
+  // local). With TLS options the certificate and key are loaded first, and nothing is bound when
+  // they are unusable: InvalidArgument naming the file and OpenSSL's reason (missing file, not
+  // PEM, encrypted key), FailedPrecondition when the key is not the certificate's.
   absl::StatusOr<int> Bind(const std::string& host, int port);
   // Serves until Stop(); returns when stopped (at once if Stop() came first).
   void Serve();
@@ -89,6 +114,8 @@ class HttpServer {
   // entered. Streams in progress end at their next write.
   void Stop();
   bool serving() const { return serving_; }
+  // True when the options ask for HTTPS.
+  bool tls() const;
   HttpServerStats stats() const;
 
  private:

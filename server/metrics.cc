@@ -84,6 +84,27 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("inac_http_request_duration_seconds")
                        .Help("Time to answer an API request, by method, route and status code.")
                        .Register(r);
+  auto& refused = BuildCounter()
+                      .Name("inac_http_auth_refusals_total")
+                      .Help(
+                          "API requests refused before a handler ran: 401 (no or unknown token) "
+                          "or 403 (role, Host or Origin), by status code.")
+                      .Register(r);
+  refused_401_ = &refused.Add({{"code", "401"}});
+  refused_403_ = &refused.Add({{"code", "403"}});
+  audit_failures_ = &BuildCounter()
+                         .Name("inac_audit_append_failures_total")
+                         .Help(
+                             "Audit entries of API writes that could not be stored (the write's "
+                             "answer stood).")
+                         .Register(r)
+                         .Add({});
+  auto& pruned = BuildCounter()
+                     .Name("inac_retention_pruned_total")
+                     .Help("Rows removed by retention: finished jobs, audit entries.")
+                     .Register(r);
+  pruned_jobs_ = &pruned.Add({{"kind", "jobs"}});
+  pruned_audit_ = &pruned.Add({{"kind", "audit"}});
 }
 
 Metrics::~Metrics() = default;
@@ -118,6 +139,17 @@ void Metrics::ObserveHttp(std::string_view method, std::string_view route, int s
       .Observe(seconds);
 }
 
+void Metrics::CountAuthRefusal(int status) {
+  (status == 401 ? refused_401_ : refused_403_)->Increment();
+}
+
+void Metrics::CountAuditFailure() { audit_failures_->Increment(); }
+
+void Metrics::CountPruned(int64_t jobs, int64_t audit) {
+  if (jobs > 0) pruned_jobs_->Increment(static_cast<double>(jobs));
+  if (audit > 0) pruned_audit_->Increment(static_cast<double>(audit));
+}
+
 ControllerMetrics Metrics::Counters() const {
   ControllerMetrics m;
   const auto plan = plan_seconds_->Collect().histogram;
@@ -132,6 +164,10 @@ ControllerMetrics Metrics::Counters() const {
   m.southbound_errors = static_cast<int64_t>(southbound_errors_->Value());
   m.loop_passes = static_cast<int64_t>(passes_->Value());
   m.last_pass_ms = static_cast<int64_t>(last_pass_time_->Value() * 1000.0 + 0.5);
+  m.auth_refusals = static_cast<int64_t>(refused_401_->Value() + refused_403_->Value());
+  m.audit_failures = static_cast<int64_t>(audit_failures_->Value());
+  m.pruned_jobs = static_cast<int64_t>(pruned_jobs_->Value());
+  m.pruned_audit = static_cast<int64_t>(pruned_audit_->Value());
   return m;
 }
 

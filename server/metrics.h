@@ -81,7 +81,11 @@ struct ControllerMetrics {
   double reconcile_ms_sum = 0;
   double last_reconcile_ms = 0;  // the last switch reconciliation
   int64_t loop_passes = 0;
-  int64_t last_pass_ms = 0;  // clock time of the last completed pass
+  int64_t last_pass_ms = 0;    // clock time of the last completed pass
+  int64_t auth_refusals = 0;   // requests answered 401/403 before a handler ran
+  int64_t audit_failures = 0;  // audit entries that could not be appended
+  int64_t pruned_jobs = 0;     // finished jobs removed by retention
+  int64_t pruned_audit = 0;    // audit entries removed by retention
   std::vector<SwitchStatus> switches;
   std::vector<InaCounterSample> ina_counters;  // every (switch, tag) read, by job, switch, tag
 };
@@ -103,6 +107,12 @@ class Metrics {
   void ObservePass(double seconds, int64_t now_ms);
   // An HTTP request answered: `route` is the route's OpenAPI path ("/jobs/{id}"), or "unmatched".
   void ObserveHttp(std::string_view method, std::string_view route, int status, double seconds);
+  // A request refused on its head (401 or 403) before any handler ran.
+  void CountAuthRefusal(int status);
+  // An audit entry that could not be appended (the request's answer stood).
+  void CountAuditFailure();
+  // Rows a retention run removed.
+  void CountPruned(int64_t jobs, int64_t audit);
 
   // The counters above (jobs, switches and INA counters are left empty).
   ControllerMetrics Counters() const;
@@ -121,6 +131,11 @@ class Metrics {
   prometheus::Counter* passes_;
   prometheus::Gauge* last_pass_time_;
   prometheus::Family<prometheus::Histogram>* http_seconds_;
+  prometheus::Counter* refused_401_;
+  prometheus::Counter* refused_403_;
+  prometheus::Counter* audit_failures_;
+  prometheus::Counter* pruned_jobs_;
+  prometheus::Counter* pruned_audit_;
 };
 
 }  // namespace inac::server

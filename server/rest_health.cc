@@ -25,6 +25,28 @@ void HealthResource::Register(RouteTable& routes) {
              });
 }
 
+namespace {
+
+// The topology version a conditional write must find: nullopt without If-Match; else the current
+// version when the header matches it, or Aborted (412) when it does not.
+absl::StatusOr<std::optional<int64_t>> ExpectedVersion(TopologyService* t,
+                                                       const std::optional<IfMatch>& if_match) {
+  if (!if_match) return std::optional<int64_t>();
+  auto record = t->GetTopology();
+  if (!record.ok()) return record.status();
+  auto version = MatchVersion(*if_match, record->has_value() ? (*record)->version : 0);
+  if (!version.ok()) return version.status();
+  return std::optional<int64_t>(*version);
+}
+
+// A write's error: Aborted is an If-Match that no longer holds (412), the rest as usual.
+void Conditional(httplib::Response& res, const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kAborted) return PreconditionFailed(res, status);
+  SendStatus(res, status);
+}
+
+}  // namespace
+
 void TopologyResource::Register(RouteTable& routes) {
   TopologyService* t = topology_;
   routes.Add("GET", "/topology", Access::kRead,
@@ -35,17 +57,23 @@ void TopologyResource::Register(RouteTable& routes) {
                  return SendStatus(res, absl::NotFoundError("no topology has been loaded"));
                }
                res.set_header("X-Topology-Version", std::to_string((*record)->version));
+               res.set_header("ETag", VersionEtag((*record)->version));
                SendJson(res, 200, core::TopologyToJson((*record)->topology));
              });
   routes.AddBody("PUT", "/topology", Access::kAdmin,
-                 [t](const httplib::Request&, const std::string& text, httplib::Response& res) {
+                 [t](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+                   std::optional<IfMatch> if_match;
+                   if (!ParseIfMatch(req, res, &if_match)) return;
                    auto body = ParseBody(text, res);
                    if (!body) return;
                    std::vector<core::Problem> problems;
                    core::Topology topology = core::TopologyFromJson(*body, &problems);
                    if (!problems.empty()) return SendProblems(res, problems);
-                   auto version = t->PutTopology(topology);  // validates
-                   if (!version.ok()) return SendStatus(res, version.status());
+                   auto expected = ExpectedVersion(t, if_match);
+                   if (!expected.ok()) return Conditional(res, expected.status());
+                   auto version = t->PutTopology(topology, *expected);  // validates
+                   if (!version.ok()) return Conditional(res, version.status());
+                   res.set_header("ETag", VersionEtag(*version));
                    SendJson(res, 200, {{"version", *version}});
                  });
   routes.Add("GET", "/links", Access::kRead, [t](const httplib::Request&, httplib::Response& res) {
@@ -57,6 +85,8 @@ void TopologyResource::Register(RouteTable& routes) {
   });
   routes.AddBody("PATCH", "/links/{id}", Access::kAdmin,
                  [t](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+                   std::optional<IfMatch> if_match;
+                   if (!ParseIfMatch(req, res, &if_match)) return;
                    auto body = ParseBody(text, res);
                    if (!body) return;
                    for (auto it = body->begin(); it != body->end(); ++it) {
@@ -70,10 +100,13 @@ void TopologyResource::Register(RouteTable& routes) {
                    auto status = core::ParseLinkStatus((*body)["status"].get<std::string>());
                    if (!status)
                      return BadRequest(res, "status: must be \"up\" or \"down\"", "status");
-                   auto link = t->SetLinkStatus(req.matches[1], *status);
-                   if (!link.ok()) return SendStatus(res, link.status());
+                   auto expected = ExpectedVersion(t, if_match);
+                   if (!expected.ok()) return Conditional(res, expected.status());
+                   auto change = t->SetLinkStatus(req.matches[1], *status, *expected);
+                   if (!change.ok()) return Conditional(res, change.status());
+                   res.set_header("ETag", VersionEtag(change->topology_version));
                    core::Topology one;
-                   one.links.push_back(*link);
+                   one.links.push_back(change->link);
                    SendJson(res, 200, core::TopologyToJson(one)["links"][0]);
                  });
 }

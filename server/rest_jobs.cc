@@ -67,12 +67,26 @@ void JobsResource::Register(RouteTable& routes) {
         filter.limit = limit;
         auto page = c->ListJobs(filter);
         if (!page.ok()) return SendStatus(res, page.status());
-        Json jobs = Json::array();
-        for (const auto& job : page->jobs) jobs.push_back(core::JobToJson(job));
-        Json body = Json::object();
-        body["jobs"] = jobs;
-        body["next_after"] = page->next_after_id ? Json(*page->next_after_id) : Json(nullptr);
-        SendJson(res, 200, body);
+        // A page is also bounded in bytes: jobs are added while the answer stays within
+        // kMaxJobPageBytes (always at least one), and next_after then resumes after the last one
+        // sent. Each job is encoded once, into the answer's text.
+        std::string text = "{\"jobs\":[";
+        std::optional<core::JobId> next_after = page->next_after_id;
+        for (size_t i = 0; i < page->jobs.size(); ++i) {
+          std::string one =
+              core::JobToJson(page->jobs[i]).dump(-1, ' ', false, Json::error_handler_t::replace);
+          if (i > 0 && text.size() + one.size() + 32 > kMaxJobPageBytes) {
+            next_after = page->jobs[i - 1].id;
+            break;
+          }
+          if (i > 0) text += ',';
+          text += one;
+        }
+        text += "],\"next_after\":";
+        text += next_after ? std::to_string(*next_after) : "null";
+        text += '}';
+        res.status = 200;
+        res.set_content(std::move(text), "application/json");
       });
   routes.Add(
       "GET", "/jobs/{id}", Access::kRead,

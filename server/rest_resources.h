@@ -10,6 +10,7 @@
 //                     POST /jobs/{id}/progress
 //   PlanResource      GET /plan, POST /plan/preview
 //   EventsResource    GET /events, /events/stream
+//   AuditResource     GET /audit (admin)
 //
 // Thread safety: handlers run concurrently; the services are thread-safe.
 #pragma once
@@ -21,6 +22,10 @@
 #include "server/services.h"
 
 namespace inac::server::rest {
+
+// GET /jobs answers at most this many bytes (at least one job): a page of 1,000 jobs with large
+// specs stops early, and its next_after resumes after the last job sent.
+inline constexpr size_t kMaxJobPageBytes = 4 << 20;
 
 class HealthResource {
  public:
@@ -83,6 +88,16 @@ class EventsResource {
   HealthService* health_;
   int max_streams_;
   std::shared_ptr<std::atomic<int>> streams_;
+};
+
+// The audit log of API writes, cursor-paged like GET /jobs (admin only).
+class AuditResource {
+ public:
+  explicit AuditResource(AuditService* audit) : audit_(audit) {}
+  void Register(RouteTable& routes);
+
+ private:
+  AuditService* audit_;
 };
 
 }  // namespace inac::server::rest

@@ -1,7 +1,11 @@
 #include "server/rest_router.h"
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/status.h"
 #include "server/http_api.h"
 
@@ -67,6 +71,58 @@ std::optional<Json> ParseBody(const std::string& text, httplib::Response& res) {
     return std::nullopt;
   }
   return json;
+}
+
+std::string VersionEtag(int64_t version) { return absl::StrCat("\"", version, "\""); }
+
+bool ParseIfMatch(const httplib::Request& req, httplib::Response& res,
+                  std::optional<IfMatch>* out) {
+  out->reset();
+  if (!req.has_header("If-Match")) return true;
+  IfMatch parsed;
+  const std::string header = req.get_header_value("If-Match");
+  for (absl::string_view item : absl::StrSplit(header, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item == "*") {
+      parsed.any = true;
+      continue;
+    }
+    const bool weak = absl::ConsumePrefix(&item, "W/");
+    if (item.size() < 2 || item.front() != '"' || item.back() != '"') {
+      BadRequest(res,
+                 absl::StrCat("If-Match: not an entity tag: '", std::string(item),
+                              "' (send the ETag GET returned, quotes included, or *)"),
+                 "If-Match");
+      return false;
+    }
+    if (weak) continue;  // a weak tag never matches in If-Match's strong comparison
+    int64_t version = 0;
+    if (!absl::SimpleAtoi(item.substr(1, item.size() - 2), &version) || version <= 0) {
+      BadRequest(res,
+                 absl::StrCat("If-Match: ", std::string(item),
+                              " is not a version this server issues (\"1\", \"2\", ...)"),
+                 "If-Match");
+      return false;
+    }
+    parsed.versions.push_back(version);
+  }
+  *out = std::move(parsed);
+  return true;
+}
+
+absl::StatusOr<int64_t> MatchVersion(const IfMatch& if_match, int64_t current) {
+  if (current > 0 && (if_match.any || absl::c_linear_search(if_match.versions, current))) {
+    return current;
+  }
+  if (current == 0) {
+    return absl::AbortedError("If-Match: the resource does not exist yet");
+  }
+  return absl::AbortedError(absl::StrCat("If-Match: the current version is \"", current,
+                                         "\"; GET it and apply the change again"));
+}
+
+void PreconditionFailed(httplib::Response& res, const absl::Status& status) {
+  SendError(res, 412, "precondition_failed", std::string(status.message()), "If-Match");
 }
 
 bool QueryInt(const httplib::Request& req, httplib::Response& res, const char* name, int64_t* out) {

@@ -75,4 +75,22 @@ std::optional<Json> ParseBody(const std::string& text, httplib::Response& res);
 // false on a bad value.
 bool QueryInt(const httplib::Request& req, httplib::Response& res, const char* name, int64_t* out);
 
+// A versioned resource's entity tag: the version as a strong ETag ("\"7\"").
+std::string VersionEtag(int64_t version);
+// An If-Match header (RFC 9110 section 13.1.1): `*`, or a comma-separated list of entity tags.
+struct IfMatch {
+  bool any = false;               // `*`: the resource must exist
+  std::vector<int64_t> versions;  // the strong tags "N" it names (weak tags never match)
+};
+// The request's If-Match into *out (nullopt without the header). Answers 400 naming the header
+// and returns false for a malformed one (an entity tag that is not quoted, or a strong tag that is
+// not a version number).
+bool ParseIfMatch(const httplib::Request& req, httplib::Response& res, std::optional<IfMatch>* out);
+// The version a conditional write must find, given the current one (0 = the resource does not
+// exist yet): `current` when the header matches it, else Aborted explaining the mismatch (the
+// caller answers it 412 precondition_failed).
+absl::StatusOr<int64_t> MatchVersion(const IfMatch& if_match, int64_t current);
+// 412 precondition_failed with `status`'s message.
+void PreconditionFailed(httplib::Response& res, const absl::Status& status);
+
 }  // namespace inac::server::rest

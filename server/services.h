@@ -51,16 +51,28 @@ class JobService {
   virtual std::vector<InaCounterSample> JobCounters(core::JobId id) = 0;
 };
 
+// A link's state after PATCH /links/{id}, and the topology version that holds it.
+struct LinkChange {
+  core::Link link;
+  int64_t topology_version = 0;
+};
+
 // The fabric: the topology, its links and its switches.
 class TopologyService {
  public:
   virtual ~TopologyService() = default;
   // Replaces the topology (InvalidArgument with every problem) and returns its version. Jobs
-  // whose hosts left the topology fail at the next pass.
-  virtual absl::StatusOr<int64_t> PutTopology(const core::Topology& topology) = 0;
-  // Sets one link up or down (NotFound for an unknown link id or no topology).
-  virtual absl::StatusOr<core::Link> SetLinkStatus(const std::string& link_id,
-                                                   core::LinkStatus status) = 0;
+  // whose hosts left the topology fail at the next pass. With `if_match` (HTTP If-Match, the
+  // version GET /topology returned): Aborted, nothing written, unless the stored topology is at
+  // exactly that version (optimistic concurrency between operators).
+  virtual absl::StatusOr<int64_t> PutTopology(const core::Topology& topology,
+                                              std::optional<int64_t> if_match) = 0;
+  // Sets one link up or down (NotFound for an unknown link id or no topology) and returns the
+  // link and the topology's version after the change (unchanged when the link already had that
+  // status). `if_match` as for PutTopology; without it a concurrent change is retried.
+  virtual absl::StatusOr<LinkChange> SetLinkStatus(const std::string& link_id,
+                                                   core::LinkStatus status,
+                                                   std::optional<int64_t> if_match) = 0;
   virtual absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology() = 0;
   // Every switch of the topology with its session and sync state.
   virtual std::vector<SwitchStatus> Switches() = 0;
@@ -102,6 +114,18 @@ class HealthService {
   virtual Metrics* metrics() = 0;
 };
 
+// The audit log of API writes (issue 14 item 7; docs/controller.md "Audit log").
+class AuditService {
+ public:
+  virtual ~AuditService() = default;
+  // Appends `entry` (time_ms set from the controller's clock when 0) in a transaction of its own,
+  // after the write it describes committed and was answered: a failure (logged and counted by the
+  // caller) never changes that answer. Errors as core::AuditLog::Append.
+  virtual absl::Status RecordAudit(core::AuditEntry entry) = 0;
+  // Entries by increasing seq (core::AuditLog::List).
+  virtual absl::StatusOr<core::AuditPage> ListAudit(const core::AuditFilter& filter) = 0;
+};
+
 // The services one northbound adapter is given (none owned; all must outlive the adapter).
 struct ApiServices {
   JobService* jobs = nullptr;
@@ -109,6 +133,7 @@ struct ApiServices {
   PlanService* plans = nullptr;
   EventService* events = nullptr;
   HealthService* health = nullptr;
+  AuditService* audit = nullptr;  // null: writes are not audited and GET /audit is not served
 };
 
 }  // namespace inac::server

@@ -20,9 +20,10 @@ class TopologyManager : public TopologyService {
   TopologyManager(core::Storage* storage, EventHub* events, SwitchFleet* fleet, Clock clock,
                   std::function<void()> wake);
 
-  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology) override;
-  absl::StatusOr<core::Link> SetLinkStatus(const std::string& link_id,
-                                           core::LinkStatus status) override;
+  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology,
+                                      std::optional<int64_t> if_match) override;
+  absl::StatusOr<LinkChange> SetLinkStatus(const std::string& link_id, core::LinkStatus status,
+                                           std::optional<int64_t> if_match) override;
   absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology() override;
   std::vector<SwitchStatus> Switches() override;
   absl::StatusOr<SwitchStatus> GetSwitch(const std::string& id) override;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -15,9 +16,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "storage/file_lock.h"
 #include "storage/migrations.h"
+#include "storage/retention.h"
+#include "storage/sqlite_audit_log.h"
 #include "storage/sqlite_database.h"
 #include "storage/sqlite_error.h"
+#include "storage/sqlite_storage.h"
+#include "storage/store_rules.h"
 
 namespace inac::storage {
 
@@ -25,7 +31,7 @@ namespace {
 
 constexpr const char* kTables[] = {"topology", "jobs",           "idempotency_keys",
                                    "plans",    "switch_intents", "switch_states",
-                                   "events",   "schema_version"};
+                                   "events",   "audit",          "schema_version"};
 
 absl::Status CheckExists(const std::string& path) {
   struct stat st;
@@ -55,6 +61,47 @@ absl::StatusOr<std::unique_ptr<SQLite::Database>> OpenSource(const std::string& 
         absl::StrCat(path, ": is a SQLite database but not an INAC one (no schema version)"));
   }
   return db;
+}
+
+bool HasTable(SQLite::Database& db, const char* table) {
+  SQLite::Statement exists(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  exists.bind(1, table);
+  return exists.executeStep();
+}
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a prune with these cutoffs removes, inside the caller's read transaction (the cutoffs are
+// timestamps here). May throw SQLite::Exception.
+PruneReport CountPrunable(SQLite::Database& db, const RetentionCutoffs& cutoffs) {
+  PruneReport report;
+  if (cutoffs.finished_jobs_before_ms) {
+    constexpr char kFinished[] =
+        "SELECT id FROM jobs WHERE state IN ('completed', 'cancelled', 'failed') AND "
+        "updated_ms < ?1";
+    auto count = [&](const std::string& sql) {
+      SQLite::Statement q(db, sql);
+      q.bind(1, static_cast<int64_t>(*cutoffs.finished_jobs_before_ms));
+      q.executeStep();
+      return q.getColumn(0).getInt64();
+    };
+    report.finished_jobs = count(absl::StrCat("SELECT count(*) FROM (", kFinished, ")"));
+    report.idempotency_keys = count(
+        absl::StrCat("SELECT count(*) FROM idempotency_keys WHERE job_id IN (", kFinished, ")"));
+    report.events =
+        count(absl::StrCat("SELECT count(*) FROM events WHERE job_id IN (", kFinished, ")"));
+  }
+  if (cutoffs.audit_before_ms && HasTable(db, "audit")) {
+    SQLite::Statement q(db, "SELECT count(*) FROM audit WHERE time_ms < ?");
+    q.bind(1, static_cast<int64_t>(*cutoffs.audit_before_ms));
+    q.executeStep();
+    report.audit_entries = q.getColumn(0).getInt64();
+  }
+  return report;
 }
 
 }  // namespace
@@ -144,6 +191,102 @@ absl::StatusOr<int64_t> BackupDatabase(const std::string& from, const std::strin
     close(dir_fd);
   }
   return pages;
+}
+
+absl::StatusOr<core::AuditPage> ListAudit(const std::string& path,
+                                          const core::AuditFilter& filter) {
+  INAC_RETURN_IF_ERROR(ValidateAuditFilter(filter));
+  SchemaProbe probe;
+  INAC_ASSIGN_OR_RETURN(std::unique_ptr<SQLite::Database> db, OpenSource(path, &probe));
+  absl::StatusOr<core::AuditPage> page = absl::InternalError("unset");
+  INAC_RETURN_IF_ERROR(GuardSqlite(path, "list audit entries", [&]() -> absl::Status {
+    db->exec("BEGIN");
+    if (!HasTable(*db, "audit")) {
+      page = absl::FailedPreconditionError(absl::StrCat(
+          path, ": schema version ", probe.version,
+          " has no audit log (it starts at version 2, when a controller of this version first "
+          "opens the database)"));
+    } else {
+      page = ListAuditRows(*db, filter);
+    }
+    db->exec("COMMIT");
+    return absl::OkStatus();
+  }));
+  return page;
+}
+
+absl::StatusOr<PruneReport> PruneDatabase(const std::string& path, const PruneOptions& options) {
+  if (!options.finished_older_than_ms && !options.audit_older_than_ms) {
+    return absl::InvalidArgumentError(
+        "nothing to prune: give an age for finished jobs and/or audit entries");
+  }
+  for (const std::optional<int64_t>& age :
+       {options.finished_older_than_ms, options.audit_older_than_ms}) {
+    if (age && *age <= 0) return absl::InvalidArgumentError("a retention age must be positive");
+  }
+  INAC_RETURN_IF_ERROR(ValidatePruneBatch(options.batch_rows));
+  INAC_RETURN_IF_ERROR(CheckExists(path));
+  const int64_t now = options.now_ms > 0 ? options.now_ms : SystemNowMs();
+  RetentionCutoffs cutoffs;
+  if (options.finished_older_than_ms) {
+    cutoffs.finished_jobs_before_ms = now - *options.finished_older_than_ms;
+  }
+  if (options.audit_older_than_ms) cutoffs.audit_before_ms = now - *options.audit_older_than_ms;
+  cutoffs.batch_rows = options.batch_rows;
+  cutoffs.pause_ms = 0;  // nobody else writes: the lock is ours
+
+  // The controller's lock: a running controller (FailedPrecondition from FileLock) makes this
+  // Unavailable, so that callers can tell it from a file that is not an INAC database.
+  absl::StatusOr<std::unique_ptr<FileLock>> lock =
+      FileLock::Acquire(path + ".lock", "database " + path);
+  if (!lock.ok()) {
+    if (absl::IsFailedPrecondition(lock.status())) {
+      return absl::UnavailableError(lock.status().message());
+    }
+    return lock.status();
+  }
+  if (options.dry_run) {
+    SchemaProbe probe;
+    INAC_ASSIGN_OR_RETURN(std::unique_ptr<SQLite::Database> db, OpenSource(path, &probe));
+    if (probe.version > LatestSchemaVersion()) {
+      return absl::FailedPreconditionError(absl::StrCat(path, ": schema version ", probe.version,
+                                                        " is newer than this inac supports (",
+                                                        LatestSchemaVersion(), ")"));
+    }
+    PruneReport report;
+    INAC_RETURN_IF_ERROR(GuardSqlite(path, "count prunable rows", [&]() -> absl::Status {
+      db->exec("BEGIN");
+      if (probe.version > 0) report = CountPrunable(*db, cutoffs);
+      db->exec("COMMIT");
+      return absl::OkStatus();
+    }));
+    report.dry_run = true;
+    return report;
+  }
+
+  // Opens as the controller does: the lock, the schema checks, the migrations. SqliteStorage takes
+  // the lock itself, so ours goes first; a controller starting in between makes Open fail with
+  // the lock's FailedPrecondition.
+  lock->reset();
+  INAC_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStorage> storage, SqliteStorage::Open(path));
+  PruneReport report;
+  INAC_RETURN_IF_ERROR(
+      storage->database().Read("count prunable rows", [&](SQLite::Database& db) -> absl::Status {
+        report = CountPrunable(db, cutoffs);
+        return absl::OkStatus();
+      }));
+  // Nobody else writes while we hold the lock, so the counts above are what the prune removes;
+  // the prune's own counts are authoritative for jobs and audit entries.
+  RetentionResult result;
+  absl::Status status = PruneExpired(*storage, cutoffs, &result);
+  report.finished_jobs = result.jobs;
+  report.audit_entries = result.audit;
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat(status.message(), " (before the failure ",
+                                                    result.jobs, " finished job(s) and ",
+                                                    result.audit, " audit entries were removed)"));
+  }
+  return report;
 }
 
 }  // namespace inac::storage

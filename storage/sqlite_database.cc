@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -306,6 +307,28 @@ absl::Status SqliteDatabase::Write(absl::string_view action,
                                    absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
   absl::MutexLock l(&write_mu_);
   return RunTransaction(*writer_, "BEGIN IMMEDIATE", action, /*write=*/true, fn);
+}
+
+absl::Status SqliteDatabase::WriteUnsynced(absl::string_view action,
+                                           absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
+  absl::MutexLock l(&write_mu_);
+  int previous = 0;
+  INAC_RETURN_IF_ERROR(GuardSqlite(
+      path_, action,
+      [&]() -> absl::Status {
+        previous = writer_->execAndGet("PRAGMA synchronous").getInt();
+        writer_->exec("PRAGMA synchronous = NORMAL");
+        return absl::OkStatus();
+      },
+      SqliteUse::kServing));
+  absl::Status status = RunTransaction(*writer_, "BEGIN IMMEDIATE", action, /*write=*/true, fn);
+  // Setting the pragma back only changes a flag of the connection; if even that failed, every
+  // later "durable" write would silently not be: an impossible state, not a status.
+  if (sqlite3_exec(writer_->getHandle(), absl::StrCat("PRAGMA synchronous = ", previous).c_str(),
+                   nullptr, nullptr, nullptr) != SQLITE_OK) {
+    std::abort();
+  }
+  return status;
 }
 
 absl::Status SqliteDatabase::Read(absl::string_view action,

@@ -86,6 +86,13 @@ class SqliteDatabase {
   // error messages.
   absl::Status Write(absl::string_view action,
                      absl::FunctionRef<absl::Status(SQLite::Database&)> fn);
+  // Write, but the commit is not fsynced (synchronous=NORMAL for this transaction only): it
+  // survives a crash of the process, and a power cut once a later Write (whose fsync of the WAL
+  // covers it) or a checkpoint completed; a power cut before that may lose it. For records whose
+  // loss in a power cut is acceptable and whose fsync would double the cost of a durable write
+  // (the audit log). The writer goes back to its durability setting before the next transaction.
+  absl::Status WriteUnsynced(absl::string_view action,
+                             absl::FunctionRef<absl::Status(SQLite::Database&)> fn);
   // Runs `fn` in one read transaction: everything it reads comes from one snapshot.
   absl::Status Read(absl::string_view action,
                     absl::FunctionRef<absl::Status(SQLite::Database&)> fn);

@@ -115,4 +115,36 @@ absl::StatusOr<std::map<core::JobState, int64_t>> SqliteJobStore::CountByState()
   return counts;
 }
 
+absl::StatusOr<int64_t> SqliteJobStore::PruneFinished(int64_t older_than_ms, int64_t max_rows) {
+  INAC_RETURN_IF_ERROR(ValidatePruneBatch(max_rows));
+  int64_t deleted = 0;
+  INAC_RETURN_IF_ERROR(db_->Write("prune finished jobs", [&](SQLite::Database& db) -> absl::Status {
+    // The partial index jobs_finished_by_time (migration 002) holds exactly the terminal jobs in
+    // age order: a batch reads `max_rows` index entries. Named, because without statistics the
+    // planner prefers jobs_by_state, which scans and sorts every finished job for each batch.
+    SQLite::Statement pick(db,
+                           "SELECT id FROM jobs INDEXED BY jobs_finished_by_time WHERE state IN "
+                           "('completed', 'cancelled', 'failed') AND updated_ms < ? "
+                           "ORDER BY updated_ms, id LIMIT ?");
+    pick.bind(1, static_cast<int64_t>(older_than_ms));
+    pick.bind(2, static_cast<int64_t>(max_rows));
+    std::vector<int64_t> ids;
+    while (pick.executeStep()) ids.push_back(pick.getColumn(0).getInt64());
+    // Keys first: they reference the job (foreign key, no cascade).
+    SQLite::Statement keys(db, "DELETE FROM idempotency_keys WHERE job_id = ?");
+    SQLite::Statement events(db, "DELETE FROM events WHERE job_id = ?");
+    SQLite::Statement job(db, "DELETE FROM jobs WHERE id = ?");
+    for (int64_t id : ids) {
+      for (SQLite::Statement* q : {&keys, &events, &job}) {
+        q->reset();
+        q->bind(1, id);
+        q->exec();
+      }
+    }
+    deleted = static_cast<int64_t>(ids.size());
+    return absl::OkStatus();
+  }));
+  return deleted;
+}
+
 }  // namespace inac::storage

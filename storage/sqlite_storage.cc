@@ -375,7 +375,8 @@ SqliteStorage::SqliteStorage(std::unique_ptr<SqliteDatabase> db)
       jobs_(db_.get()),
       plans_(db_.get(), &plan_cache_),
       switch_states_(db_.get()),
-      events_(db_.get()) {}
+      events_(db_.get()),
+      audit_(db_.get()) {}
 
 absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const std::string& path,
                                                                    const SqliteOptions& options) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/ports.h"
+#include "storage/sqlite_audit_log.h"
 #include "storage/sqlite_database.h"
 #include "storage/sqlite_rows.h"
 
@@ -66,6 +67,7 @@ class SqliteJobStore final : public core::JobStore {
                           int64_t now_ms, const std::vector<core::Event>& events) override;
   absl::StatusOr<core::JobPage> List(const core::JobFilter& filter) override;
   absl::StatusOr<std::map<core::JobState, int64_t>> CountByState() override;
+  absl::StatusOr<int64_t> PruneFinished(int64_t older_than_ms, int64_t max_rows) override;
 
  private:
   SqliteDatabase* db_;
@@ -143,6 +145,7 @@ class SqliteStorage final : public core::Storage {
   core::PlanStore& plans() override { return plans_; }
   core::SwitchStateStore& switch_states() override { return switch_states_; }
   core::EventLog& events() override { return events_; }
+  core::AuditLog& audit() override { return audit_; }
   absl::StatusOr<core::Snapshot> ReadSnapshot() override;
   // SqliteDatabase::Health: file identity and writability, corruption seen, one small read.
   absl::Status Health() override { return db_->Health(); }
@@ -159,6 +162,7 @@ class SqliteStorage final : public core::Storage {
   SqlitePlanStore plans_;
   SqliteSwitchStateStore switch_states_;
   SqliteEventLog events_;
+  SqliteAuditLog audit_;
 };
 
 }  // namespace inac::storage

@@ -55,6 +55,28 @@ absl::Status ValidateSwitchState(const core::SwitchState& state) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateAuditEntry(const core::AuditEntry& entry) {
+  if (entry.actor.empty() || entry.role.empty() || entry.method.empty() || entry.path.empty()) {
+    return absl::InvalidArgumentError("audit entry needs an actor, a role, a method and a path");
+  }
+  if (entry.status < 100 || entry.status > 599) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("audit entry status ", entry.status, " is not an HTTP status"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAuditFilter(const core::AuditFilter& filter) {
+  if (filter.limit <= 0) return absl::InvalidArgumentError("audit limit must be positive");
+  if (filter.after_seq < 0) return absl::InvalidArgumentError("audit cursor must not be negative");
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePruneBatch(int64_t max_rows) {
+  if (max_rows <= 0) return absl::InvalidArgumentError("prune batch size must be positive");
+  return absl::OkStatus();
+}
+
 absl::Status ApplyJobUpdate(const core::JobUpdate& update, int64_t now_ms, core::Job& job) {
   if (update.iterations_done && *update.iterations_done < 0) {
     return absl::InvalidArgumentError(

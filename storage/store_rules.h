@@ -21,6 +21,12 @@ absl::Status ValidateJobFilter(const core::JobFilter& filter);
 absl::Status ValidateIntents(const std::vector<core::SwitchIntent>& intents);
 // InvalidArgument for an empty switch id.
 absl::Status ValidateSwitchState(const core::SwitchState& state);
+// InvalidArgument for an empty actor, role, method or path, or a status outside 100..599.
+absl::Status ValidateAuditEntry(const core::AuditEntry& entry);
+// InvalidArgument for limit <= 0 or after_seq < 0.
+absl::Status ValidateAuditFilter(const core::AuditFilter& filter);
+// InvalidArgument for max_rows <= 0 (AuditLog::Prune, JobStore::PruneFinished).
+absl::Status ValidatePruneBatch(int64_t max_rows);
 
 // Applies `update` to `job` (updated_ms = now_ms). A state change must pass core::CheckTransition
 // (FailedPrecondition naming the job; `job` unchanged); the same state again is not a change.

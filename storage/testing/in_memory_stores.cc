@@ -166,6 +166,27 @@ class JobStoreImpl final : public core::JobStore, Base {
     for (const auto& [id, job] : s_->jobs) ++counts[job.state];
     return counts;
   }
+
+  absl::StatusOr<int64_t> PruneFinished(int64_t older_than_ms, int64_t max_rows) override {
+    INAC_RETURN_IF_ERROR(ValidatePruneBatch(max_rows));
+    absl::MutexLock l(mu_);
+    INAC_RETURN_IF_ERROR(CheckInjected(*s_));
+    // Oldest first, as SqliteJobStore: by (updated_ms, id).
+    std::vector<std::pair<int64_t, core::JobId>> old;
+    for (const auto& [id, job] : s_->jobs) {
+      if (core::IsTerminal(job.state) && job.updated_ms < older_than_ms) {
+        old.emplace_back(job.updated_ms, id);
+      }
+    }
+    std::sort(old.begin(), old.end());
+    if (static_cast<int64_t>(old.size()) > max_rows) old.resize(max_rows);
+    for (const auto& [updated, id] : old) {
+      s_->jobs.erase(id);
+      std::erase_if(s_->idempotency, [id](const auto& kv) { return kv.second.first == id; });
+      std::erase_if(s_->events, [id](const auto& kv) { return kv.second.job_id == id; });
+    }
+    return static_cast<int64_t>(old.size());
+  }
 };
 
 class PlanStoreImpl final : public core::PlanStore, Base {
@@ -316,6 +337,48 @@ class EventLogImpl final : public core::EventLog, Base {
   }
 };
 
+class AuditLogImpl final : public core::AuditLog, Base {
+ public:
+  using Base::Base;
+  absl::StatusOr<int64_t> Append(const core::AuditEntry& entry) override {
+    INAC_RETURN_IF_ERROR(ValidateAuditEntry(entry));
+    absl::MutexLock l(mu_);
+    INAC_RETURN_IF_ERROR(CheckInjected(*s_));
+    core::AuditEntry stored = entry;
+    stored.seq = ++s_->last_audit_seq;
+    s_->audit.emplace(stored.seq, stored);
+    return stored.seq;
+  }
+  absl::StatusOr<core::AuditPage> List(const core::AuditFilter& filter) override {
+    INAC_RETURN_IF_ERROR(ValidateAuditFilter(filter));
+    absl::MutexLock l(mu_);
+    core::AuditPage page;
+    for (auto it = s_->audit.upper_bound(filter.after_seq); it != s_->audit.end(); ++it) {
+      if (filter.actor && it->second.actor != *filter.actor) continue;
+      if (static_cast<int64_t>(page.entries.size()) == filter.limit) {
+        page.next_after_seq = page.entries.back().seq;
+        break;
+      }
+      page.entries.push_back(it->second);
+    }
+    return page;
+  }
+  absl::StatusOr<int64_t> Prune(int64_t older_than_ms, int64_t max_rows) override {
+    INAC_RETURN_IF_ERROR(ValidatePruneBatch(max_rows));
+    absl::MutexLock l(mu_);
+    INAC_RETURN_IF_ERROR(CheckInjected(*s_));
+    // Oldest first, as SqliteAuditLog: by (time_ms, seq).
+    std::vector<std::pair<int64_t, int64_t>> old;
+    for (const auto& [seq, entry] : s_->audit) {
+      if (entry.time_ms < older_than_ms) old.emplace_back(entry.time_ms, seq);
+    }
+    std::sort(old.begin(), old.end());
+    if (static_cast<int64_t>(old.size()) > max_rows) old.resize(max_rows);
+    for (const auto& [time, seq] : old) s_->audit.erase(seq);
+    return static_cast<int64_t>(old.size());
+  }
+};
+
 }  // namespace
 
 class InMemoryStorage::Stores {
@@ -325,12 +388,14 @@ class InMemoryStorage::Stores {
         jobs(mu, state),
         plans(mu, state),
         switches(mu, state),
-        events(mu, state) {}
+        events(mu, state),
+        audit(mu, state) {}
   TopologyStoreImpl topology;
   JobStoreImpl jobs;
   PlanStoreImpl plans;
   SwitchStateStoreImpl switches;
   EventLogImpl events;
+  AuditLogImpl audit;
 };
 
 InMemoryStorage::InMemoryStorage() : stores_(std::make_unique<Stores>(&mu_, &state_)) {}
@@ -341,6 +406,7 @@ core::JobStore& InMemoryStorage::jobs() { return stores_->jobs; }
 core::PlanStore& InMemoryStorage::plans() { return stores_->plans; }
 core::SwitchStateStore& InMemoryStorage::switch_states() { return stores_->switches; }
 core::EventLog& InMemoryStorage::events() { return stores_->events; }
+core::AuditLog& InMemoryStorage::audit() { return stores_->audit; }
 
 void InMemoryStorage::FailNextWrites(absl::Status status, int count) {
   absl::MutexLock l(&mu_);

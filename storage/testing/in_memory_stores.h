@@ -30,6 +30,7 @@ class InMemoryStorage final : public core::Storage {
   core::PlanStore& plans() override;
   core::SwitchStateStore& switch_states() override;
   core::EventLog& events() override;
+  core::AuditLog& audit() override;
   absl::StatusOr<core::Snapshot> ReadSnapshot() override;
 
   // OK unless SetHealth set a fault. Not tied to FailNextWrites: that one models single failed
@@ -58,6 +59,8 @@ class InMemoryStorage final : public core::Storage {
     std::map<std::string, core::SwitchState> switch_states;
     std::map<int64_t, core::Event> events;
     int64_t last_seq = 0;
+    std::map<int64_t, core::AuditEntry> audit;
+    int64_t last_audit_seq = 0;
     absl::Status injected_error;
     int injected_count = 0;
     absl::Status health;

@@ -53,10 +53,13 @@ TEST(BindTest, WithoutTokensOnlyLoopbackIsServed) {
               absl::StatusCode::kFailedPrecondition);
   }
   {
+    // Tokens configured: any address, over TLS or with the explicit override (tls_test.cc has
+    // the whole rule; without either the tokens would cross the network in the clear).
     HttpApiOptions with_tokens;
     with_tokens.tokens = DefaultTokens();
+    with_tokens.allow_insecure_http = true;
     HttpApi api(&server.controller(), with_tokens);
-    EXPECT_TRUE(api.Bind("0.0.0.0", 0).ok());  // tokens configured: any address
+    EXPECT_TRUE(api.Bind("0.0.0.0", 0).ok());
   }
   // The test server itself listens on 127.0.0.1 without tokens: every request is allowed.
   EXPECT_EQ(server.PutTopology(SmallLeafSpine()), 200);
@@ -245,14 +248,44 @@ TEST(ServeConfigTest, RefusesBadListenAndUnknownFields) {
   EXPECT_TRUE(HasProblemAt(problems, "seed"));
 }
 
+TEST(ServeConfigTest, ReadsHttpLimitsAndRefusesUnworkableOnes) {
+  std::vector<core::Problem> problems;
+  auto config = Parse(R"({"http": {"threads": 4, "max_connections": 100,
+      "max_connections_per_client": 10, "max_headers": 20, "max_body_bytes": 4096,
+      "header_timeout_ms": 2000, "idle_timeout_ms": 5000, "max_pipelined": 4}})",
+                      &problems);
+  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
+  EXPECT_EQ(config->http.workers, 4);
+  EXPECT_EQ(config->http.max_connections, 100u);
+  EXPECT_EQ(config->http.max_connections_per_client, 10u);
+  EXPECT_EQ(config->http.max_headers, 20u);
+  EXPECT_EQ(config->http.max_body_bytes, 4096u);
+  EXPECT_EQ(config->http.header_timeout_ms, 2000);
+  EXPECT_EQ(config->http.idle_timeout_ms, 5000);
+  EXPECT_EQ(config->http.max_pipelined, 4u);
+  EXPECT_EQ(config->http.write_timeout_ms, HttpServerOptions{}.write_timeout_ms);  // default kept
+  problems.clear();
+  EXPECT_FALSE(Parse(R"({"http": {"threads": 0, "header_timeout_ms": 0, "max_body_bytes": "1M",
+      "max_connections": 100, "max_connections_per_client": 101, "keepalive": true}})",
+                     &problems)
+                   .has_value());
+  for (const char* path : {"http.threads", "http.header_timeout_ms", "http.max_body_bytes",
+                           "http.max_connections_per_client", "http.keepalive"}) {
+    EXPECT_TRUE(HasProblemAt(problems, path)) << path << ": " << core::FormatProblems(problems);
+  }
+  problems.clear();
+  EXPECT_FALSE(Parse(R"({"http": 5})", &problems).has_value());
+  EXPECT_TRUE(HasProblemAt(problems, "http"));
+}
+
 TEST(ServeConfigTest, NoTokensMeansLoopbackOnly) {
   std::vector<core::Problem> problems;
   // A file that listens on every interface without tokens is refused...
   EXPECT_FALSE(Parse(R"({"listen": "0.0.0.0:8080"})", &problems).has_value());
   EXPECT_TRUE(HasProblemAt(problems, "listen")) << core::FormatProblems(problems);
   problems.clear();
-  // ... and accepted with a token, or on loopback.
-  EXPECT_TRUE(Parse(R"({"listen": "0.0.0.0:8080",
+  // ... and accepted with a token (plus TLS or, here, the plain-HTTP override), or on loopback.
+  EXPECT_TRUE(Parse(R"({"listen": "0.0.0.0:8080", "allow_insecure_http": true,
                         "tokens": [{"token": "0123456789abcdef", "role": "admin"}]})",
                     &problems)
                   .has_value())
@@ -263,6 +296,8 @@ TEST(ServeConfigTest, NoTokensMeansLoopbackOnly) {
   config.listen = "10.1.2.3:8080";
   EXPECT_EQ(CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);
   config.tokens = DefaultTokens();
+  EXPECT_EQ(CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);  // no TLS
+  config.allow_insecure_http = true;
   EXPECT_TRUE(CheckListenAllowed(config).ok());
 }
 

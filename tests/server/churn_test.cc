@@ -32,7 +32,7 @@ class ChurnTest : public ::testing::Test {
     controller_ = std::make_unique<Controller>(&storage_, fabric_.Factory(), SystemClockMs, o);
     ASSERT_TRUE(controller_->Start().ok());
     const core::Topology topology = fixtures::SmallLeafSpine();
-    ASSERT_TRUE(controller_->PutTopology(topology).ok());
+    ASSERT_TRUE(controller_->PutTopology(topology, std::nullopt).ok());
     for (const core::Link& l : topology.links) {
       if (topology.FindSwitch(l.a) && topology.FindSwitch(l.b)) link_ = l.id;  // a fabric link
     }
@@ -163,7 +163,7 @@ TEST_F(ChurnTest, AfterConcurrentCommandsNoJobIsStuckAndSwitchesEqualTheApi) {
             break;
           case 4: {
             auto s = controller_->SetLinkStatus(
-                link_, rng() % 2 ? core::LinkStatus::kDown : core::LinkStatus::kUp);
+                link_, rng() % 2 ? core::LinkStatus::kDown : core::LinkStatus::kUp, std::nullopt);
             if (!s.ok() && !absl::IsUnavailable(s.status())) failures++;
             break;
           }
@@ -173,7 +173,7 @@ TEST_F(ChurnTest, AfterConcurrentCommandsNoJobIsStuckAndSwitchesEqualTheApi) {
   }
   for (std::thread& c : clients) c.join();
   EXPECT_EQ(failures, 0);
-  ASSERT_TRUE(controller_->SetLinkStatus(link_, core::LinkStatus::kUp).ok());
+  ASSERT_TRUE(controller_->SetLinkStatus(link_, core::LinkStatus::kUp, std::nullopt).ok());
   // One pass to plan what the commands left, one to confirm it on the switches.
   ASSERT_TRUE(controller_->Sync(60000).ok());
   ASSERT_TRUE(controller_->Sync(60000).ok());
@@ -226,7 +226,7 @@ TEST(UnmanagedFabricTest, ARunningJobSaysNothingWasProgrammed) {
   o.timer_ms = 3600000;
   Controller controller(&storage, fabric.Factory(), SystemClockMs, o);
   ASSERT_TRUE(controller.Start().ok());
-  ASSERT_TRUE(controller.PutTopology(fixtures::LeafSpine(2, 2, 2)).ok());
+  ASSERT_TRUE(controller.PutTopology(fixtures::LeafSpine(2, 2, 2), std::nullopt).ok());
   std::vector<core::Problem> problems;
   auto created = controller.SubmitJob(
       core::JobSpecFromJson(fixtures::SmallLeafSpineJob("j"), "", &problems), std::nullopt);
