@@ -136,7 +136,7 @@ TEST(JobConfigTest, RefusesMalformedInput) {
       {"aggregator 65 inputs",
        [](Json& j) {
          Json in = Json::array();
-         for (int i = 0; i < 65; ++i) in.push_back("h" + std::to_string(i));
+         for (int i = 0; i < 65; ++i) in.push_back(std::string("h").append(std::to_string(i)));
          j["tags"][0]["aggregators"][0]["inputs"] = in;
        },
        "at most 64 inputs"},

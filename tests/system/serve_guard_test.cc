@@ -38,7 +38,7 @@ TEST(ServeGuardTest, TheConfigFilesHttpLimitsApply) {
   Rest rest(controller.host_port());
   EXPECT_EQ(rest.Get("/healthz").status, 200);
   std::map<std::string, std::string> padding;
-  for (int i = 0; i < 12; ++i) padding[absl::StrCat("X-Pad-", i)] = "x";
+  for (int i = 0; i < 12; ++i) padding.emplace(absl::StrCat("X-Pad-", i), std::string(1, 'x'));
   Response r = rest.Post("/jobs", Json::object(), padding);
   EXPECT_EQ(r.status, 431) << r.text;
   Rest again(controller.host_port());
