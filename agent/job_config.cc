@@ -152,6 +152,48 @@ absl::StatusOr<JobConfig::Tag> ParseTag(const Json& j, const std::string& path) 
   return t;
 }
 
+// `ring` and `ring_roles` of a ring job (docs/rina.md); absent for PS jobs.
+absl::Status ParseRing(const Json& j, JobConfig* c) {
+  if (auto ring = j.find("ring"); ring != j.end()) {
+    if (!ring->is_array()) return Bad("ring", "must be an array of host ids");
+    for (size_t i = 0; i < ring->size(); ++i) {
+      if (!(*ring)[i].is_string()) return Bad(absl::StrCat("ring[", i, "]"), "must be a string");
+      c->ring.push_back((*ring)[i].get<std::string>());
+    }
+  }
+  auto roles = j.find("ring_roles");
+  if (roles == j.end()) return absl::OkStatus();
+  if (!roles->is_array()) return Bad("ring_roles", "must be an array");
+  for (size_t i = 0; i < roles->size(); ++i) {
+    const std::string p = absl::StrCat("ring_roles[", i, "].");
+    const Json& r = (*roles)[i];
+    if (!r.is_object()) return Bad(absl::StrCat("ring_roles[", i, "]"), "must be an object");
+    JobConfig::RingRole role;
+    if (auto s = ReadString(r, p, "worker", &role.worker); !s.ok()) return s;
+    if (auto s = ReadString(r, p, "role", &role.role); !s.ok()) return s;
+    if (role.role != "agent" && role.role != "member" && role.role != "rack-worker") {
+      return Bad(p + "role", "must be agent, member or rack-worker");
+    }
+    for (const char* side : {"prev", "next"}) {
+      auto n = r.find(side);
+      if (n == r.end()) continue;
+      if (!n->is_object()) return Bad(p + side, "must be an object with id and address");
+      const std::string np = absl::StrCat(p, side, ".");
+      std::string* id = std::string(side) == "prev" ? &role.prev : &role.next;
+      uint32_t* address = std::string(side) == "prev" ? &role.prev_address : &role.next_address;
+      if (auto s = ReadString(*n, np, "id", id); !s.ok()) return s;
+      if (auto s = ReadAddress(*n, np, "address", address); !s.ok()) return s;
+    }
+    if (r.contains("agent")) {
+      if (auto s = ReadString(r, p, "agent", &role.agent); !s.ok()) return s;
+      if (auto s = ReadString(r, p, "tor", &role.tor); !s.ok()) return s;
+      if (auto s = ReadU32(r, p, "rack_tag", &role.rack_tag); !s.ok()) return s;
+    }
+    c->ring_roles.push_back(std::move(role));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const JobConfig::Aggregator* JobConfig::Tag::FindAggregator(const std::string& switch_id) const {
@@ -201,6 +243,13 @@ absl::StatusOr<JobConfig> JobConfigFromJson(const Json& j) {
     if (!seen.insert(t->tag).second) return Bad(path + ".tag", "duplicate tag");
     c.tags.push_back(std::move(*t));
   }
+  if (auto v = j.find("generation"); v != j.end()) {
+    if (!v->is_number_unsigned() || v->get<uint64_t>() > 0xffffffffu) {
+      return Bad("generation", "must be a 32-bit unsigned integer");
+    }
+    c.generation = v->get<uint32_t>();
+  }
+  if (auto s = ParseRing(j, &c); !s.ok()) return s;
   return c;
 }
 

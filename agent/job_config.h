@@ -1,6 +1,8 @@
 // A job's configuration as the host agents need it: the JSON of GET /api/v1/jobs/{id}/config
 // (server/http_api.cc ConfigJson), of which the agents read `job_id`, `plan_version`,
-// `batch_size` and `tags`, ignoring every other field.
+// `batch_size`, `tags`, `generation` and, for ring all-reduce jobs, `ring` and `ring_roles`
+// (docs/rina.md; a role must be agent, member or rack-worker, neighbour addresses IPv4), ignoring
+// every other field.
 //
 // Contract: ParseJobConfig accepts exactly that JSON (or a file holding it) and returns a
 // JobConfig whose every tag is well formed: a unique tag value, a PS id and IPv4 address, a share
@@ -58,6 +60,23 @@ struct JobConfig {
     int MemberIndex(const std::string& worker) const;
   };
   std::vector<Tag> tags;
+  uint32_t generation = 0;  // the job's aggregation generation (in every tag's bits 30-31)
+  // Ring all-reduce jobs (docs/rina.md): `ring` (members in order) and `ring_roles`; both empty
+  // for PS jobs. Each role: worker, role (agent | member | rack-worker), neighbour addresses (0
+  // when absent), the rack's agent, ToR and tag.
+  struct RingRole {
+    std::string worker;
+    std::string role;
+    std::string prev;
+    std::string next;
+    uint32_t prev_address = 0;
+    uint32_t next_address = 0;
+    std::string agent;
+    std::string tor;
+    uint32_t rack_tag = 0;
+  };
+  std::vector<std::string> ring;
+  std::vector<RingRole> ring_roles;
 };
 
 absl::StatusOr<JobConfig> ParseJobConfig(std::string_view json_text);

@@ -19,7 +19,11 @@
 // `optimal` (CBC) gets --mip-seconds per job (default 10; its first incumbent is grid's plan), and
 // reports how many seeds it proved optimal.
 //   grid_vs_optimal  GRID against the MIP on 20 small fat-trees (k=4), CBC 5 s per instance
-// Usage: routing_bench [--quick] [--mip-seconds S]
+// grid-split (INAC's split plans, issue 15 item 3) runs next to grid in grid_setting and
+// inart_setting with its own (richer) LP bound; grid_setting (a) also scores the audit's
+// hand-built reference (the 5 ToRs of largest capacity aggregate 20 workers each, balanced paths).
+// --algorithms a,b,... restricts the compared algorithms (the ratios need grid and the baselines).
+// Usage: routing_bench [--quick] [--mip-seconds S] [--algorithms LIST]
 //                     [grid_setting|inart_setting|grid_vs_optimal|scale]
 //   (--quick: one seed, no k=32; a scenario name runs only that scenario)
 #include <sys/resource.h>
@@ -39,6 +43,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/generators.h"
+#include "scheduler/model/flow_model.h"
+#include "scheduler/model/network.h"
+#include "scheduler/model/paths.h"
+#include "scheduler/routing/baselines.h"
 #include "scheduler/routing/routing_algorithm.h"
 #include "tests/fixtures/sample_jobs.h"
 
@@ -120,6 +128,62 @@ Run Plan(const std::string& algorithm, const PlanningInput& in) {
 
 double Round3(double v) { return std::round(v * 1000) / 1000; }
 
+// The audit's hand-built plan on GRID's setting (a): the `tors` INA ToRs of largest capacity
+// aggregate `per_tor` workers each (workers under one of them first, the rest in host order),
+// every flow and stream on its balanced path; the rest go to the PS. Evaluated rate (Gbps).
+double HandBuilt(const PlanningInput& in, int tors, int per_tor) {
+  using namespace inac::scheduler;
+  auto net = Network::Create(in);
+  if (!net.ok()) return 0;
+  const inac::core::Graph& g = (*net)->graph();
+  PathCache cache(g, in.options.paths);
+  std::vector<std::pair<double, int>> cap;
+  for (int v = 0; v < g.num_switches(); ++v) {
+    bool tor = false;
+    for (int a : g.out_arcs(v)) tor |= g.is_host(g.arc(a).to);
+    if (tor && g.ina_capable(v)) cap.emplace_back(-(*net)->residuals()[(*net)->NodeResource(v)], v);
+  }
+  std::sort(cap.begin(), cap.end());
+  if (static_cast<int>(cap.size()) > tors) cap.resize(tors);
+  const std::vector<int> workers = WorkerNodes(**net, 0);
+  const int ps = PsNodes(**net, 0)[0];
+  RoutedJob job;
+  job.job = 0;
+  job.shares = {{ps, 1.0}};
+  std::vector<int> agg_of(workers.size(), ps);
+  std::vector<int> load(cap.size(), 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      if (agg_of[i] != ps) continue;
+      const int tor = g.arc(g.out_arcs(workers[i])[0]).to;
+      for (size_t t = 0; t < cap.size(); ++t) {
+        if (load[t] >= per_tor || (pass == 0 && cap[t].second != tor)) continue;
+        agg_of[i] = cap[t].second;
+        ++load[t];
+        break;
+      }
+    }
+  }
+  std::vector<double> unit((*net)->num_resources(), 0.0);
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const std::vector<Path>& paths = cache.GetSpread(workers[i], agg_of[i]);
+    int p = BalancedPath(**net, paths, unit, (*net)->residuals(), 1.0);
+    if (p < 0) return 0;
+    for (int a : paths[p].arcs) unit[(*net)->ArcResource(a)] += 1;
+    job.flows.push_back(RoutedFlow{workers[i], ps, agg_of[i], 1.0, paths[p].arcs});
+  }
+  for (size_t t = 0; t < cap.size(); ++t) {
+    if (load[t] == 0) continue;
+    const std::vector<Path>& paths = cache.GetSpread(cap[t].second, ps);
+    int p = BalancedPath(**net, paths, unit, (*net)->residuals(), 1.0);
+    if (p < 0) return 0;
+    for (int a : paths[p].arcs) unit[(*net)->ArcResource(a)] += 1;
+    job.streams.push_back(RoutedStream{cap[t].second, ps, paths[p].arcs});
+  }
+  FlowEvaluator ev(**net);
+  return ev.Evaluate({job}).jobs[0].rate_gbps;
+}
+
 // Mean over seeds, plus the slowest solve.
 struct Stats {
   Run mean;
@@ -153,9 +217,12 @@ int main(int argc, char** argv) {
   bool quick = false;
   double mip_seconds = 10;
   std::string only;
+  std::string algorithms;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--algorithms") == 0 && i + 1 < argc) {
+      algorithms = argv[++i];
     } else if (std::strcmp(argv[i], "--mip-seconds") == 0 && i + 1 < argc) {
       mip_seconds = std::atof(argv[++i]);
     } else {
@@ -176,6 +243,11 @@ int main(int argc, char** argv) {
          "ATP sharded BytePS-style over all the job's PSs, equal shares, each "
          "shard two-level"},
         {"grid", "GRID: LP + randomised rounding, LP-chosen PS shares, single-level"},
+        {"grid-split",
+         "INAC: GRID's LP with cross-pod candidates realised by chunk-range splits (one tag per "
+         "range, fan-in <= 64), local search, the better of it and grid; single-level; its "
+         "lp_bound is its own richer LP's"},
+        {"hand_built", "setting (a): the 5 largest-capacity ToRs aggregate 20 workers each"},
         {"inart", "InArt: KKT PS shares, then LP + rounding, single-level"},
         {"optimal",
          "CBC MIP over grid's candidates (+4 detour switches), shares fixed (1 PS: 1; "
@@ -187,8 +259,15 @@ int main(int argc, char** argv) {
       std::printf("%s\n", legend.dump().c_str());
     }
   }
-  const std::vector<std::string> kCompared = {"no_ina", "switchml", "atp",    "atp_sharded",
-                                              "grid",   "inart",    "optimal"};
+  std::vector<std::string> kCompared = {"no_ina", "switchml",   "atp",   "atp_sharded",
+                                        "grid",   "grid-split", "inart", "optimal"};
+  if (!algorithms.empty()) {
+    std::vector<std::string> keep;
+    for (const std::string& a : kCompared) {
+      if (("," + algorithms + ",").find("," + a + ",") != std::string::npos) keep.push_back(a);
+    }
+    kCompared = keep;
+  }
   auto line_of = [&](std::map<std::string, Stats>& stats, Json line) {
     for (const auto& [a, st] : stats) {
       Json j = st.Times();
@@ -202,14 +281,25 @@ int main(int argc, char** argv) {
       if (a == "optimal") j["proven_optimal_seeds"] = st.proven;
       line[a] = j;
     }
-    const double bound = stats["grid"].mean.bound;
+    auto ratio = [&](const char* a, const char* b) {
+      if (!stats.count(a) || !stats.count(b) || stats[b].mean.rate <= 0) return Json();
+      return Json(Round3(stats[a].mean.rate / stats[b].mean.rate));
+    };
+    const double bound = stats.count("grid") ? stats["grid"].mean.bound : 0;
     line["lp_bound_gbps"] = Round3(bound);
     for (const char* base : {"atp", "atp_sharded", "switchml", "no_ina"}) {
-      line[std::string("grid_over_") + base] =
-          Round3(stats["grid"].mean.rate / stats[base].mean.rate);
+      line[std::string("grid_over_") + base] = ratio("grid", base);
+      line[std::string("grid_split_over_") + base] = ratio("grid-split", base);
     }
-    line["optimal_over_grid"] = Round3(stats["optimal"].mean.rate / stats["grid"].mean.rate);
-    line["atp_over_lp_bound"] = Round3(stats["atp"].mean.rate / bound);
+    line["optimal_over_grid"] = ratio("optimal", "grid");
+    line["grid_split_over_grid"] = ratio("grid-split", "grid");
+    if (stats.count("grid-split") && stats["grid-split"].mean.bound > 0) {
+      line["split_lp_bound_gbps"] = Round3(stats["grid-split"].mean.bound);
+      line["grid_split_over_split_lp_bound"] =
+          Round3(stats["grid-split"].mean.rate / stats["grid-split"].mean.bound);
+    }
+    if (bound > 0 && stats.count("atp"))
+      line["atp_over_lp_bound"] = Round3(stats["atp"].mean.rate / bound);
     return line;
   };
   auto want = [&](const char* s) { return only.empty() || only == s; };
@@ -227,6 +317,11 @@ int main(int argc, char** argv) {
         in.options.paths = 8;
         in.options.mip_time_limit_s = mip_seconds;
         for (const std::string& a : kCompared) stats[a].Add(Plan(a, in), seeds);
+        if (std::string(placement) == "tor") {
+          Run r;
+          r.rate = HandBuilt(in, 5, 20);
+          stats["hand_built"].Add(r, seeds);
+        }
       }
       Json line = line_of(stats, {{"bench", "routing"},
                                   {"scenario", "grid_setting"},

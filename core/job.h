@@ -29,6 +29,14 @@ struct JobSpec {
   int batch_size = 0;
   std::vector<int> batch_sizes;  // allowed choices for batch-size adjustment (InGo); may be empty
   std::optional<std::string> model;  // built-in model name (core/models.h)
+  // Convergence inputs of batch-size adjustment (InGo, docs/batch-size.md); absent: defaults
+  // that keep `iterations` at `batch_size`. steps_min: steps to the target at infinite batch;
+  // noise_scale: gradient noise scale B_noise in samples of the global batch; or target_epochs
+  // with dataset_size (samples) instead of steps_min.
+  std::optional<double> steps_min;
+  std::optional<double> noise_scale;
+  std::optional<double> target_epochs;
+  std::optional<int64_t> dataset_size;
 
   bool operator==(const JobSpec&) const = default;
 };

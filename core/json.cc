@@ -571,6 +571,10 @@ Json JobSpecToJson(const JobSpec& s) {
             {"batch_size", s.batch_size}};
   if (!s.batch_sizes.empty()) j["batch_sizes"] = s.batch_sizes;
   if (s.model) j["model"] = *s.model;
+  if (s.steps_min) j["steps_min"] = *s.steps_min;
+  if (s.noise_scale) j["noise_scale"] = *s.noise_scale;
+  if (s.target_epochs) j["target_epochs"] = *s.target_epochs;
+  if (s.dataset_size) j["dataset_size"] = *s.dataset_size;
   return j;
 }
 
@@ -618,7 +622,32 @@ JobSpec JobSpecFromJson(const Json& json, const std::string& path, std::vector<P
   }
   r.Int("iterations", &s.iterations, true);
   r.Int32("batch_size", &s.batch_size, true);
-  if (const Json* arr = r.Array("batch_sizes", false)) {
+  // InGo (docs/batch-size.md): the convergence inputs, and batch_sizes as a range
+  // {"min": m, "max": M, "step": k} (step defaults to min), expanded to its values.
+  r.OptNumber("steps_min", &s.steps_min);
+  r.OptNumber("noise_scale", &s.noise_scale);
+  r.OptNumber("target_epochs", &s.target_epochs);
+  {
+    int64_t dataset = 0;
+    if (r.Int("dataset_size", &dataset, false)) s.dataset_size = dataset;
+  }
+  if (r.Has("batch_sizes") && json.at("batch_sizes").is_object()) {
+    const Json* range = r.Object("batch_sizes", false);
+    Reader rr(*range, r.At("batch_sizes"), problems);
+    int64_t lo = 0, hi = 0, step = 0;
+    const bool has_lo = rr.Int("min", &lo, true);
+    const bool has_hi = rr.Int("max", &hi, true);
+    if (!rr.Int("step", &step, false)) step = lo;
+    if (has_lo && has_hi) {
+      if (lo < 1 || hi < lo || step < 1 || hi > (1 << 20)) {
+        rr.Add(r.At("batch_sizes"), "range needs 1 <= min <= max <= 2^20 and step >= 1");
+      } else if ((hi - lo) / step + 1 > 64) {
+        rr.Add(r.At("batch_sizes"), "range has more than 64 batch sizes");
+      } else {
+        for (int64_t b = lo; b <= hi; b += step) s.batch_sizes.push_back(static_cast<int>(b));
+      }
+    }
+  } else if (const Json* arr = r.Array("batch_sizes", false)) {
     for (size_t i = 0; i < arr->size(); ++i) {
       const Json& e = (*arr)[i];
       if (!e.is_number_integer()) {

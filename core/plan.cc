@@ -16,10 +16,18 @@ const JobPlan* Plan::FindJob(JobId id) const {
   return nullptr;
 }
 
-uint32_t AggregationTag(JobId job_id, int ps_index, int range, uint32_t generation) {
-  const uint32_t base =
-      static_cast<uint32_t>(job_id) * (kMaxParameterServersPerJob * kMaxRangesPerShard) +
-      static_cast<uint32_t>(ps_index) * kMaxRangesPerShard + static_cast<uint32_t>(range);
+int MaxRangesPerShard(int ps_count) {
+  ps_count = std::clamp(ps_count, 1, kMaxParameterServersPerJob);
+  return kMaxRangesPerShard * (kMaxParameterServersPerJob / ps_count);
+}
+
+uint32_t AggregationTag(JobId job_id, int ps_index, int range, uint32_t generation, int ps_count) {
+  ps_count = std::clamp(ps_count, 1, kMaxParameterServersPerJob);
+  const uint32_t block = static_cast<uint32_t>(range / kMaxRangesPerShard);
+  const uint32_t slot = kMaxRangesPerShard * (static_cast<uint32_t>(ps_count) * block +
+                                              static_cast<uint32_t>(ps_index)) +
+                        static_cast<uint32_t>(range % kMaxRangesPerShard);
+  const uint32_t base = static_cast<uint32_t>(job_id) * kTagSlotsPerJob + slot;
   return ((generation & 3u) << kTagGenerationShift) | (base & kTagBaseMask);
 }
 
@@ -91,7 +99,7 @@ struct Builder {
 };
 
 // Cuts the flows of one (job, PS) into aligned chunk ranges (see ChunkRangesOf).
-std::vector<ChunkRange> RangesOf(const std::vector<const FlowPlan*>& flows) {
+std::vector<ChunkRange> RangesOf(const std::vector<const FlowPlan*>& flows, int max_ranges) {
   std::map<std::string, std::vector<const FlowPlan*>> by_worker;
   for (const FlowPlan* f : flows) by_worker[f->worker].push_back(f);
   auto key = [](double x) { return static_cast<int64_t>(std::llround(x * 1e9)); };
@@ -105,7 +113,7 @@ std::vector<ChunkRange> RangesOf(const std::vector<const FlowPlan*>& flows) {
   }
   std::vector<int64_t> points(cuts.begin(), cuts.end());
   std::vector<ChunkRange> out;
-  for (size_t k = 0; k + 1 < points.size() && static_cast<int>(k) < kMaxRangesPerShard; ++k) {
+  for (size_t k = 0; k + 1 < points.size() && static_cast<int>(k) < max_ranges; ++k) {
     ChunkRange range;
     range.index = static_cast<int>(k);
     range.begin = points[k] / 1e9;
@@ -150,10 +158,11 @@ class Deriver {
         for (const FlowPlan& f : jp->flows) {
           if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
         }
-        for (ChunkRange& range : RangesOf(flows)) {
-          work.push_back(TagWork{jp, ps,
-                                 AggregationTag(jp->job_id, ps_index, range.index, jp->generation),
-                                 std::move(range.flows)});
+        const int ps_count = static_cast<int>(jp->ps_shares.size());
+        for (ChunkRange& range : RangesOf(flows, MaxRangesPerShard(ps_count))) {
+          work.push_back(TagWork{
+              jp, ps, AggregationTag(jp->job_id, ps_index, range.index, jp->generation, ps_count),
+              std::move(range.flows)});
         }
         ++ps_index;
       }
@@ -296,6 +305,38 @@ class Deriver {
         AddRoutes(tag, jp.job_id, RouteClass::kRaw, w_addr, ps_addr, path, &edges);
       }
     }
+    // Chains (two-level aggregation): a switch whose aggregator path ends at another INA switch
+    // that has an aggregator path of its own toward the same PS is an input of that switch
+    // (RoutedStream::via), recursively; the parent aggregates the tag even without workers.
+    std::map<int, std::vector<int>> route_of;  // aggregating switch -> its route to the PS
+    {
+      std::vector<int> work;
+      for (const auto& [sw, inputs] : inputs_at) work.push_back(sw);
+      std::set<int> seen(work.begin(), work.end());
+      while (!work.empty()) {
+        const int sw = work.back();
+        work.pop_back();
+        std::vector<int> route = UpstreamRoute(jp, w.ps, sw, ps_node);
+        const int parent = route.empty() ? -1 : route.back();
+        if (parent >= 0 && parent != ps_node) {
+          // Through the parent: its own route on to the PS, loop-free, or no chain at all.
+          std::vector<int> rest = UpstreamRoute(jp, w.ps, parent, ps_node);
+          std::vector<int> whole = route;
+          if (!rest.empty() && rest.back() == ps_node)
+            whole.insert(whole.end(), rest.begin() + 1, rest.end());
+          std::set<int> nodes(whole.begin(), whole.end());
+          if (rest.empty() || rest.back() != ps_node || nodes.size() != whole.size()) {
+            route_of[sw] = ShortestPath(sw, ps_node);
+            continue;
+          }
+          route_of[sw] = whole;
+          inputs_at[parent].insert({Address(graph_.name(sw)), graph_.name(sw)});
+          if (seen.insert(parent).second) work.push_back(parent);
+        } else {
+          route_of[sw] = route.size() >= 2 ? route : ShortestPath(sw, ps_node);
+        }
+      }
+    }
     for (const auto& [sw, inputs] : inputs_at) {
       JobAggregationIntent ji;
       ji.tag = tag;
@@ -311,17 +352,33 @@ class Deriver {
       for (const auto& [addr, worker] : inputs) {
         builders_[sw].inputs[{tag, addr}] = AggregationInputIntent{tag, jp.job_id, addr, index++};
       }
-      // Upstream: the plan's path from this switch to the PS, or a shortest one.
-      std::vector<int> up;
-      for (const AggregatorPlan& ap : jp.aggregator_paths) {
-        if (ap.ps == w.ps && ap.switch_id == graph_.name(sw)) up = Indices(ap.path);
-      }
-      if (up.size() < 2 || up.front() != sw || up.back() != ps_node) up = ShortestPath(sw, ps_node);
+      // Upstream: the plan's path from this switch to the PS (through its parent in a chain),
+      // or a shortest one.
+      const std::vector<int>& up = route_of[sw];
       AddRoutes(tag, jp.job_id, RouteClass::kUpstream, ji.self_address, ps_addr, up, &edges);
       auto a = jp.aggregators.find(graph_.name(sw));
       if (a != jp.aggregators.end()) job_aggregators_[{sw, jp.job_id}] = a->second;
     }
     AddResultTree(tag, jp.job_id, group, ps_node, ps_addr, workers, edges);
+  }
+
+  // The plan's aggregator path of switch `sw` toward `ps` (node indices, sw first): ending at the
+  // PS, or at an INA switch with an aggregator path of its own toward the same PS (a chain's
+  // parent). Empty when the plan has no usable path.
+  std::vector<int> UpstreamRoute(const JobPlan& jp, const std::string& ps, int sw, int ps_node) {
+    for (const AggregatorPlan& ap : jp.aggregator_paths) {
+      if (ap.ps != ps || ap.switch_id != graph_.name(sw)) continue;
+      std::vector<int> up = Indices(ap.path);
+      if (up.size() < 2 || up.front() != sw) return {};
+      if (up.back() == ps_node) return up;
+      const int parent = up.back();
+      if (!graph_.is_switch(parent) || !graph_.ina_capable(parent)) return {};
+      for (const AggregatorPlan& other : jp.aggregator_paths) {
+        if (other.ps == ps && other.switch_id == graph_.name(parent)) return up;
+      }
+      return {};
+    }
+    return {};
   }
 
   // Breadth-first tree from the PS over the links the tag's traffic uses; each worker's branch is
@@ -438,7 +495,7 @@ std::vector<ChunkRange> ChunkRangesOf(const JobPlan& job, const std::string& ps)
   for (const FlowPlan& f : job.flows) {
     if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
   }
-  return RangesOf(flows);
+  return RangesOf(flows, MaxRangesPerShard(static_cast<int>(job.ps_shares.size())));
 }
 
 }  // namespace inac::core

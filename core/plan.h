@@ -88,10 +88,15 @@ struct Plan {
 // carried in the INA header field `job_id`. A job aggregates one shard of its model per PS, and a
 // shard whose workers split their gradient over several aggregation nodes (FlowPlan::fraction <
 // 1) is cut into aligned chunk ranges, each with its own inputs, so each (PS, range) has its own
-// tag: tag = (generation mod 4) * 2^30 + job_id * 64 + ps_index * 8 + range (ps_index: the PS's
-// position among the keys of JobPlan::ps_shares, sorted by id, < 8; range < 8, 0 when the shard is
-// not split; generation: JobPlan::generation). Every entry also carries the owning job id
-// (TableEntry.metadata; 0 for fabric entries). Precondition: job ids are below 2^24.
+// tag: tag = (generation mod 4) * 2^30 + job_id * 64 + slot, where the job's 64 slots are shared
+// by its shards: slot = 8 * (P * (range / 8) + ps_index) + range mod 8 with P the job's number of
+// PSs (ps_index: the PS's position among the keys of JobPlan::ps_shares, sorted by id, < P <= 8;
+// range < MaxRangesPerShard(P), 0 when the shard is not split; generation:
+// JobPlan::generation). Ranges below 8 give slot = ps_index * 8 + range whatever P, the layout
+// before split plans; a job with one PS may cut its shard into 64 ranges, with two into 32, with
+// three or four into 16, with more into 8 (grid-split realises the LP's fractional aggregation
+// with them). Every entry also carries the owning job id (TableEntry.metadata; 0 for fabric
+// entries). Precondition: job ids are below 2^24.
 //
 // Why the generation: an aggregation switch's bitmap names its inputs by position
 // (AggregationInputIntent::index), and a re-plan can give the same switch other inputs for the
@@ -103,10 +108,18 @@ struct Plan {
 // misses a generation refuses packets of tags it does not know.
 
 inline constexpr int kMaxParameterServersPerJob = 8;
+// Ranges per shard whatever the number of PSs (MaxRangesPerShard(8)).
 inline constexpr int kMaxRangesPerShard = 8;
+inline constexpr int kTagSlotsPerJob = 64;
 inline constexpr int kTagGenerationShift = 30;
 inline constexpr uint32_t kTagBaseMask = (uint32_t{1} << kTagGenerationShift) - 1;
-uint32_t AggregationTag(JobId job_id, int ps_index, int range = 0, uint32_t generation = 0);
+// Chunk ranges a shard may be cut into when its job has `ps_count` PSs: 8 * floor(8 / ps_count)
+// (64, 32, 16, 16, 8, 8, 8, 8 for 1..8 PSs; ps_count < 1 counts as 1, > 8 as 8).
+int MaxRangesPerShard(int ps_count);
+// Precondition: 0 <= ps_index < ps_count <= 8 and 0 <= range < MaxRangesPerShard(ps_count)
+// (ranges below 8 need no ps_count: the slot is ps_index * 8 + range for every count).
+uint32_t AggregationTag(JobId job_id, int ps_index, int range = 0, uint32_t generation = 0,
+                        int ps_count = kMaxParameterServersPerJob);
 // The tag without its generation bits: the same for every generation of a (job, PS, range).
 inline uint32_t BaseTag(uint32_t tag) { return tag & kTagBaseMask; }
 
@@ -121,7 +134,7 @@ void CarryAggregationGenerations(const Plan* previous, Plan* next);
 // one tag carries, and where each worker's part of it is aggregated (the worker's FlowPlan that
 // covers it). A shard that no worker splits is one range [0, 1). Each worker's flows toward the
 // PS cover [0, 1) in plan order; the ranges are the pieces between every worker's cut points (at
-// most kMaxRangesPerShard; the rest is not covered). Pointers into `job`.
+// most MaxRangesPerShard(job.ps_shares.size()); the rest is not covered). Pointers into `job`.
 struct ChunkRange {
   int index = 0;  // the `range` of AggregationTag
   double begin = 0;
@@ -244,14 +257,19 @@ inline constexpr uint32_t kMaxMulticastGroup = 32767;
 // docs/ina-pipeline.md). Per tag: an `ina_job` entry and one `ina_worker` entry per input on each
 // aggregation switch; raw routes along each worker's path to its aggregation node (to the PS when
 // it is not aggregated); upstream routes from each aggregation switch to the PS (the plan's
-// AggregatorPlan path, or a shortest path when the plan has none); a result tree rooted at the PS
+// AggregatorPlan path, or a shortest path when the plan has none; a path that ends at an INA
+// switch with an AggregatorPlan of its own toward the same PS -- RoutedStream::via, ATP's
+// re-aggregation -- makes the switch an input of that parent, which aggregates the tag even
+// without workers, and its upstream route runs through the parent on to the PS: one level of
+// chains, loop-free, or none); a result tree rooted at the PS
 // over the links those paths use (breadth-first, so loop-free, each switch replicating only toward
 // its children); `ina_host` entries for every host of a job in the plan. Aggregator regions per
 // switch in tag order: static pools of each tag's grant, or, with memory_policy "esa"/"atp", the
 // switch's whole pool (aggregators, at most 32768) shared by all its tags with each tag's window
 // placed as the static layout would place it ("atp": priorities 0, so nothing preempts).
 // Preconditions: the plan refers only to nodes of the topology (unknown nodes are skipped); at
-// most kMaxRangesPerShard chunk ranges per (job, PS) (further ranges are not derived). Result: one
+// most MaxRangesPerShard(PSs of the job) chunk ranges per (job, PS) (further ranges are not
+// derived). Result: one
 // SwitchIntent per switch of the topology, in topology order, each with `version =
 // plan.version`, entries sorted by key, so equal plans give equal intents.
 std::vector<SwitchIntent> DeriveSwitchIntents(const Topology& topology, const Plan& plan);

@@ -387,6 +387,23 @@ std::vector<Problem> ValidateJobSpec(const JobSpec& spec, const Topology* topolo
     out.push_back({at("batch_size"),
                    absl::StrCat("batch_size ", spec.batch_size, " is not one of batch_sizes")});
   }
+  // Convergence inputs of batch-size adjustment (InGo, docs/batch-size.md).
+  auto check_positive = [&](const std::optional<double>& v, const char* field, bool zero_ok) {
+    if (v && (!std::isfinite(*v) || *v < 0 || (!zero_ok && *v == 0) || *v > 1e15)) {
+      out.push_back({at(field), zero_ok ? "must be a finite number in [0, 10^15]"
+                                        : "must be a finite number in (0, 10^15]"});
+    }
+  };
+  check_positive(spec.steps_min, "steps_min", false);
+  check_positive(spec.noise_scale, "noise_scale", true);
+  check_positive(spec.target_epochs, "target_epochs", false);
+  if (spec.dataset_size && *spec.dataset_size < 1) {
+    out.push_back({at("dataset_size"), "must be at least 1"});
+  }
+  if (spec.target_epochs.has_value() != spec.dataset_size.has_value()) {
+    out.push_back({at(spec.target_epochs ? "dataset_size" : "target_epochs"),
+                   "target_epochs and dataset_size go together"});
+  }
   if (topology == nullptr) return out;
 
   bool refs_ok = true;

@@ -22,6 +22,7 @@
 #include "agent/packet.h"
 #include "agent/ps.h"
 #include "agent/report.h"
+#include "agent/ring.h"
 #include "agent/worker.h"
 #include "core/topology.h"
 #include "server/api_client.h"
@@ -267,9 +268,78 @@ struct WorkerArgs : CommonArgs {
   bool check = false;
 };
 
+// Ring all-reduce jobs (docs/rina.md): a plain ring member runs agent::RingAllReduce with its
+// neighbours, --iterations times, on the synthetic gradient (or --input); --check verifies the
+// sum of every ring member's synthetic gradient. Agents and rack workers of INA racks: exit 1
+// (the rack aggregation is not built yet).
+void RunRingWorker(const WorkerArgs& a, const agent::JobConfig& config,
+                   const agent::SocketOptions& socket) {
+  auto options = agent::RingMemberFor(config, a.worker);
+  if (!options.ok()) {
+    const bool bad = options.status().code() == absl::StatusCode::kNotFound;
+    Fail(bad ? kExitBadInput : kExitFailure, std::string(options.status().message()));
+  }
+  agent::RingMemberOptions o = *options;
+  o.bind_address = socket.bind_address;
+  o.port = socket.port;
+  o.drop_percent = socket.drop_percent;
+  o.drop_seed = socket.drop_seed;
+  o.window = a.window > 0 ? static_cast<int>(a.window) : o.window;
+  o.timeout_us = a.timeout_ms * 1000;
+  o.deadline_ms = a.give_up_ms;
+  const int64_t lanes = GradientBytes(a, config) / 4;
+  std::vector<int32_t> input;
+  if (!a.input.empty()) {
+    auto file = agent::ReadGradientFile(a.input, agent::FileFormat{a.is_float, a.scale_bits});
+    if (!file.ok()) Fail(kExitBadInput, std::string(file.status().message()));
+    input = std::move(file->lanes);
+  }
+  const int netns = OpenNamespace(a);
+  bool checked = true;
+  absl::Status status = agent::RunDataPlane(netns, [&]() -> absl::Status {
+    for (int64_t it = 0; it < a.iterations && !g_stop.load(); ++it) {
+      std::vector<int32_t> data = input;
+      if (data.empty()) {
+        data.resize(lanes);
+        agent::FillSynthetic(a.seed, a.worker, it, 0, data);
+      }
+      o.first_chunk = static_cast<uint32_t>(
+          it * agent::RingChunksPerAllReduce(static_cast<int64_t>(data.size()), o.members));
+      auto report = agent::RingAllReduce(o, data);
+      if (!report.ok()) return report.status();
+      if (a.check && input.empty()) {
+        std::vector<int32_t> expected(data.size(), 0), mine(data.size());
+        for (const std::string& w : config.ring) {
+          agent::FillSynthetic(a.seed, w, it, 0, mine);
+          for (size_t i = 0; i < mine.size(); ++i) {
+            expected[i] =
+                static_cast<int32_t>(static_cast<uint32_t>(expected[i]) + uint32_t(mine[i]));
+          }
+        }
+        if (expected != data) checked = false;
+      }
+      std::cout << "ring iteration " << it << ": " << data.size() * 4 << " bytes, "
+                << report->elapsed_ms << " ms, algbw " << report->algbw_gbps << " Gbps, busbw "
+                << report->busbw_gbps << " Gbps, retransmitted " << report->retransmissions
+                << std::endl;
+    }
+    return absl::OkStatus();
+  });
+  if (netns >= 0) ::close(netns);
+  if (!status.ok()) Fail(ExitFor(status), std::string(status.message()));
+  if (a.check) {
+    if (!checked) Fail(kExitFailure, "check: the ring's sum differs from the expected sum");
+    std::cout << "# ring worker " << a.worker << ": check ok" << std::endl;
+  }
+}
+
 void RunWorkerVerb(const WorkerArgs& a) {
   agent::WorkerOptions o;
   agent::JobConfig config = LoadConfig(a, &o.socket);
+  if (!config.ring.empty()) {
+    RunRingWorker(a, config, o.socket);
+    return;
+  }
   agent::FileFormat format{a.is_float, a.scale_bits};
   std::vector<int32_t> input;
   if (!a.input.empty()) {

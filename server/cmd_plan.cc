@@ -94,7 +94,18 @@ int Run(const PlanArgs& a) {
     core::Json& job = out["jobs"][j];
     job["name"] = (*specs)[static_cast<size_t>(jp.job_id - 1)].name;
     auto report = planned->reports.find(jp.job_id);
-    if (report == planned->reports.end()) continue;  // ring all-reduce: no routing
+    if (report == planned->reports.end()) {
+      // Ring all-reduce, planned as Rina (docs/rina.md): rate_gbps is the slowest hop's rate
+      // b_ring; algbw as nccl-tests reports it (gradient bytes / all-reduce time).
+      if (!jp.ring.empty() && jp.comm_ms > 0) {
+        const double bytes =
+            static_cast<double>((*specs)[static_cast<size_t>(jp.job_id - 1)].gradient_bytes);
+        job["allreduce"] = "ring";
+        job["ring_members"] = jp.ring.size();
+        job["algbw_gbps"] = Number(bytes * 8 / (jp.comm_ms * 1e6));
+      }
+      continue;
+    }
     const scheduler::JobEvaluation& ev = report->second.evaluation;
     const scheduler::JobDiagnostics& d = report->second.diagnostics;
     job["rate_gbps"] = Number(jp.rate_gbps);
@@ -113,6 +124,18 @@ int Run(const PlanArgs& a) {
     }
     if (!d.lp_bound_source.empty()) planner["lp_bound"] = d.lp_bound_source;
     job["planner"] = planner;
+    if (const auto& b = report->second.batch) {
+      // InGo's prediction (docs/batch-size.md): on/off sharing, steps to the target.
+      const auto& f = *report->second.batch_fixed;
+      job["batch"] = {{"method", report->second.batch_method},
+                      {"batch_size", b->batch},
+                      {"submitted_batch_size", f.batch},
+                      {"steps", Number(b->steps)},
+                      {"predicted_completion_ms", Number(b->completion_ms)},
+                      {"submitted_completion_ms", Number(f.completion_ms)},
+                      {"onoff_rate_gbps", Number(b->rate_gbps)},
+                      {"active_fraction", Number(b->active_fraction)}};
+    }
   }
   std::cout << out.dump(a.compact ? -1 : 2) << "\n";
   return kExitOk;
@@ -129,7 +152,7 @@ void AddPlanCommand(CLI::App& app) {
   cmd->add_option("--topology", args->topology, "Topology JSON file")->required();
   cmd->add_option("--jobs", args->jobs, "Jobs JSON file ({\"jobs\": [...]})")->required();
   cmd->add_option("--algorithm", args->algorithm,
-                  "no_ina|atp|atp_sharded|switchml|grid|inart|optimal")
+                  "no_ina|atp|atp_sharded|switchml|grid|grid-split|inart|optimal|ingo")
       ->check(CLI::IsMember(scheduler::RoutingAlgorithmNames()))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the randomised rounding")->capture_default_str();

@@ -45,6 +45,10 @@ struct SimArgs {
   std::string traffic = "onoff";
   bool json = false;
   std::string timeline;
+  // InGo (docs/batch-size.md): fixed | adaptive | compare (both, and the reduction).
+  std::string batch = "fixed";
+  int batch_size = 32;
+  std::string batch_sizes = "8,16,32,64,128,256";
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -93,7 +97,9 @@ nlohmann::json ToJson(const SimArgs& a, const scheduler::SimResult& r) {
                     {"finish_s", j.finish_s},
                     {"jct_s", j.jct_s},
                     {"fallback_bytes", j.fallback_bytes},
-                    {"preemptions", j.preemptions}});
+                    {"preemptions", j.preemptions},
+                    {"batch_size", j.batch_size},
+                    {"batch_changes", j.batch_changes}});
   }
   nlohmann::json switches = nlohmann::json::object();
   for (const auto& [id, s] : r.summary.switches) {
@@ -104,6 +110,7 @@ nlohmann::json ToJson(const SimArgs& a, const scheduler::SimResult& r) {
   const scheduler::SimSummary& s = r.summary;
   return {{"policy", a.policy},
           {"routing", a.routing},
+          {"batch", a.batch},
           {"traffic", a.traffic},
           {"jobs", jobs},
           {"summary",
@@ -171,6 +178,21 @@ void Run(SimArgs a) {
   if (a.traffic != "onoff" && a.traffic != "continuous") {
     problems.push_back("--traffic must be onoff or continuous");
   }
+  if (a.batch != "fixed" && a.batch != "adaptive" && a.batch != "compare") {
+    problems.push_back("--batch must be fixed, adaptive or compare");
+  }
+  std::vector<int> batch_choices;
+  for (absl::string_view part : absl::StrSplit(a.batch_sizes, ',', absl::SkipEmpty())) {
+    int b = 0;
+    if (!absl::SimpleAtoi(part, &b) || b < 1 || b > (1 << 20)) {
+      problems.push_back("--batch-sizes must be a comma-separated list of sizes in [1, 2^20]");
+      break;
+    }
+    batch_choices.push_back(b);
+  }
+  if (a.batch_size < 1 || a.batch_size > (1 << 20)) {
+    problems.push_back("--batch-size must be in [1, 2^20]");
+  }
   std::vector<int> worker_counts;
   for (absl::string_view part : absl::StrSplit(a.workers, ',', absl::SkipEmpty())) {
     int w = 0;
@@ -230,6 +252,13 @@ void Run(SimArgs a) {
     trace = *std::move(generated);
   }
 
+  // Jobs without a batch (generated, or a trace without the columns) get --batch-size and, unless
+  // --batch fixed, the choices of --batch-sizes.
+  for (scheduler::TraceJob& job : trace) {
+    if (job.batch_size > 0) continue;
+    job.batch_size = a.batch_size;
+    if (a.batch != "fixed") job.batch_sizes = batch_choices;
+  }
   scheduler::SimOptions options;
   options.policy = *policy;
   options.routing = routing->get();
@@ -245,12 +274,40 @@ void Run(SimArgs a) {
       .stragglers = {.distribution = *stragglers, .spread_us = a.straggler_us, .seed = a.seed}};
   options.record_timeline = !a.timeline.empty();
   absl::StatusOr<scheduler::SimResult> result;
-  {
+  auto simulate = [&](bool adaptive) {
+    options.adaptive_batch = adaptive;
     ProgressBar bar;
-    result = scheduler::Simulate(*topology, trace, options,
-                                 [&bar](double fraction) { bar.Update(fraction); });
+    absl::StatusOr<scheduler::SimResult> r = scheduler::Simulate(
+        *topology, trace, options, [&bar](double fraction) { bar.Update(fraction); });
+    if (!r.ok()) Fail(ExitCodeFor(r.status()), std::string(r.status().message()));
+    return r;
+  };
+  if (a.batch == "compare") {
+    // Fixed against adaptive batch on the same trace, routing and memory policy.
+    SimArgs fixed_args = a, adaptive_args = a;
+    fixed_args.batch = "fixed";
+    adaptive_args.batch = "adaptive";
+    absl::StatusOr<scheduler::SimResult> fixed = simulate(false);
+    result = simulate(true);
+    const double reduction = fixed->summary.mean_jct_s > 0
+                                 ? 1 - result->summary.mean_jct_s / fixed->summary.mean_jct_s
+                                 : 0;
+    if (a.json) {
+      nlohmann::json out = {{"fixed", ToJson(fixed_args, *fixed)},
+                            {"adaptive", ToJson(adaptive_args, *result)},
+                            {"mean_jct_reduction", reduction}};
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::printf("== fixed batch ==\n");
+      PrintText(fixed_args, *fixed);
+      std::printf("\n== adaptive batch (InGo) ==\n");
+      PrintText(adaptive_args, *result);
+      std::printf("\nmean JCT: fixed %.3f s, adaptive %.3f s (%+.1f %%)\n",
+                  fixed->summary.mean_jct_s, result->summary.mean_jct_s, -100 * reduction);
+    }
+    return;
   }
-  if (!result.ok()) Fail(ExitCodeFor(result.status()), std::string(result.status().message()));
+  result = simulate(a.batch == "adaptive");
 
   if (!a.timeline.empty()) {
     std::ofstream out(a.timeline, std::ios::binary | std::ios::trunc);
@@ -285,10 +342,10 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--models", a->models, "Models of generated jobs (default: every built-in)");
   cmd->add_option("--policy", a->policy, "Memory policy: esa|atp|switchml|no_ina")
       ->capture_default_str();
-  cmd->add_option(
-      "--routing", a->routing,
-      "Routing algorithm (no_ina|atp|atp_sharded|switchml|grid|inart|...; default atp, no_ina "
-      "for --policy no_ina)");
+  cmd->add_option("--routing", a->routing,
+                  "Routing algorithm (no_ina|atp|atp_sharded|switchml|grid|grid-split|inart|...; "
+                  "default atp, no_ina "
+                  "for --policy no_ina)");
   cmd->add_option("--placement", a->placement, "Host placement: shared|pack|spread|random")
       ->capture_default_str();
   cmd->add_option("--spread-us", a->spread_us, "Arrival spread of a chunk's fragments")
@@ -310,6 +367,15 @@ void AddSimCommand(CLI::App& app) {
                   "always (docs/memory.md)")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
+  cmd->add_option("--batch", a->batch,
+                  "Batch sizes: fixed (as submitted) | adaptive (InGo's joint choice) | compare")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size,
+                  "Per-worker batch of jobs whose trace gives none (compute_ms is at it)")
+      ->capture_default_str();
+  cmd->add_option("--batch-sizes", a->batch_sizes,
+                  "Allowed per-worker batches of those jobs (--batch adaptive|compare)")
+      ->capture_default_str();
   cmd->add_option("--timeline", a->timeline, "Write one CSV row per event to this file");
   cmd->callback([a] { Run(*a); });
 }

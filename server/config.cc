@@ -146,6 +146,15 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       str(v, k, &config.db);
     } else if (k == "algorithm") {
       str(v, k, &config.controller.algorithm);
+    } else if (k == "batch_hysteresis") {
+      // InGo (docs/batch-size.md): relative improvement needed to change batch sizes.
+      if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() < 1)) {
+        problems->push_back({k, "expected a number in [0, 1)"});
+      } else {
+        config.controller.batch_hysteresis = v.get<double>();
+      }
+    } else if (k == "batch_min_interval_ms") {
+      integer(v, k, 0, 86400000, &config.controller.batch_min_interval_ms);
     } else if (k == "memory_policy") {
       str(v, k, &config.controller.memory_policy);
     } else if (k == "seed") {
@@ -162,6 +171,22 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       integer(v, k, 0, 60000, &config.controller.debounce_ms);
     } else if (k == "election_id") {
       integer(v, k, 0, INT64_MAX, &config.controller.election_id);
+    } else if (k == "incremental") {
+      // Incremental planning (docs/controller.md): admission on the loop, full re-plan behind it.
+      if (!v.is_boolean()) {
+        problems->push_back({k, "expected true or false"});
+      } else {
+        config.controller.incremental = v.get<bool>();
+      }
+    } else if (k == "replan_budget_ms") {
+      integer(v, k, 0, 3600000, &config.controller.replan_budget_ms);
+    } else if (k == "replan_move_threshold") {
+      // A negative value turns stability off (every re-plan may move every job).
+      if (!v.is_number() || !(v.get<double>() >= -1 && v.get<double>() <= 100)) {
+        problems->push_back({k, "expected a number in [-1, 100]"});
+      } else {
+        config.controller.replan_move_threshold = v.get<double>();
+      }
     } else if (k == "retention") {
       if (!v.is_object()) {
         problems->push_back({k, "expected an object"});

@@ -4,12 +4,18 @@
 // {
 //   "listen": "127.0.0.1:8080",          // host:port of the REST API
 //   "db": "inac.db",                     // SQLite file
-//   "algorithm": "grid",                 // no_ina|atp|atp_sharded|switchml|grid|inart|optimal
+//   "algorithm": "grid",                 // no_ina|atp|atp_sharded|switchml|grid|grid-split|
+//                                        //   inart|optimal|ingo
 //   "memory_policy": "esa",              // esa|atp|switchml|no_ina
+//   "batch_hysteresis": 0.05,            // InGo: gain needed to change batch sizes, [0, 1)
+//   "batch_min_interval_ms": 60000,      //   and the least time between a job's changes
 //   "seed": 1, "rounds": 8, "paths": 4,
 //   "timer_ms": 2000, "debounce_ms": 50,
 //   "counters_period_ms": 2000,          // INA counter reads per switch at most this often
 //   "election_id": 0,                    // 0: one above the highest stored (restart wins)
+//   "incremental": true,                 // admit on the loop, full re-plan in the background
+//   "replan_budget_ms": 10000,           //   CLP time limit of that re-plan (0: 60 s)
+//   "replan_move_threshold": 0.1,        //   a running job moves only past this rate gain
 //   "shutdown_grace_ms": 1000,           // SIGTERM: wait this long for a solve in progress
 //   "retention": {                       // checked at start, then hourly (0 = keep forever)
 //     "finished_jobs_days": 7,           // completed/cancelled/failed jobs, their idempotency

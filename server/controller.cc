@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "core/status.h"
 #include "core/validation.h"
+#include "scheduler/incremental.h"
 #include "scheduler/memory/memory_planner.h"
 #include "scheduler/routing/routing_algorithm.h"
 #include "spdlog/spdlog.h"
@@ -96,7 +97,12 @@ absl::Status Controller::Start() {
   {
     absl::MutexLock lock(&mu_);
     loop_exited_ = false;
+    refiner_exit_ = false;
+    refine_fingerprint_.clear();
+    refine_request_.reset();
+    refine_result_.reset();
   }
+  if (options_.incremental) refiner_ = std::thread([this] { RefinerMain(); });
   loop_ = std::thread([this] {
     LoopMain();
     absl::MutexLock lock(&mu_);
@@ -117,13 +123,20 @@ bool Controller::StopWithin(absl::Duration grace) {
     }
     // The loop leaves at its next check: between passes at once, inside a pass after its current
     // step (a plan being computed is not interrupted).
-    auto exited = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return loop_exited_; };
-    if (loop_.joinable() && !mu_.AwaitWithTimeout(absl::Condition(&exited), grace)) {
+    // The refiner leaves after its current solve (bounded by replan_budget_ms of CLP); its
+    // result is dropped (the next start refines the admission plan in force again).
+    refiner_exit_ = true;
+    auto exited = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return loop_exited_ && !refine_running_;
+    };
+    if ((loop_.joinable() || refiner_.joinable()) &&
+        !mu_.AwaitWithTimeout(absl::Condition(&exited), grace)) {
       return false;
     }
   }
   retention_.Stop();
   if (loop_.joinable()) loop_.join();
+  if (refiner_.joinable()) refiner_.join();
   fleet_.Shutdown();
   events_.Close();
   return true;
@@ -188,6 +201,10 @@ void Controller::LoopMain() {
     absl::MutexLock lock(&mu_);
     passes_done_ = pass_id;
     last_pass_ms_ = now;
+    if (refine_settle_at_pass_end_) {
+      refine_settle_at_pass_end_ = false;
+      refine_fingerprint_.clear();
+    }
   }
 }
 
@@ -198,6 +215,9 @@ scheduler::PlannerOptions Controller::PlannerOptionsOf() const {
   o.seed = options_.seed;
   o.rounds = options_.rounds;
   o.paths = options_.paths;
+  o.replan_move_threshold = options_.replan_move_threshold;
+  o.batch_rule.hysteresis = options_.batch_hysteresis;
+  o.batch_rule.min_interval_ms = options_.batch_min_interval_ms;
   return o;
 }
 
@@ -218,6 +238,7 @@ absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topolog
   request.previous = previous;
   request.now_ms = clock_();
   request.options = PlannerOptionsOf();
+  request.batch_changed_ms = batch_refit_.ChangedMs();
   auto out = scheduler::ComputePlan(request);
   if (!out.ok()) return out.status();
   return std::move(out->plan);
@@ -256,24 +277,18 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
   std::string fingerprint = Fingerprint(snapshot);
   if (snapshot.plan && snapshot.plan->plan.fingerprint == fingerprint) {
     *plan_version = snapshot.plan->plan.version;
-    // Saving a plan and marking its jobs scheduled are two transactions: after a crash between
-    // them the plan is current but its jobs are still pending. Finish the second step (a pending
-    // job is otherwise never in a current plan: unplaceable jobs are left out of it).
-    std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
-    std::vector<core::Event> events;
-    int64_t now = clock_();
-    for (const core::Job& job : snapshot.jobs) {
-      if (job.state != core::JobState::kPending || !snapshot.plan->plan.FindJob(job.id)) continue;
-      core::JobUpdate u;
-      u.state = core::JobState::kScheduled;
-      updates.push_back({job.id, u});
-      events.push_back(MakeEvent(now, "job_scheduled", job.id,
-                                 absl::StrCat("scheduled in plan ", *plan_version)));
+    {
+      absl::MutexLock lock(&mu_);  // a final plan for these inputs: nothing left to refine
+      refine_fingerprint_.clear();
+      refine_request_.reset();
+      refine_result_.reset();
     }
-    if (!updates.empty()) {
-      ApplyJobUpdates(updates, events, now);
-    }
+    MarkScheduled(snapshot, *plan_version);
     return RefreshPriorities(snapshot, plan_version);
+  }
+  if (options_.incremental && snapshot.plan &&
+      snapshot.plan->plan.fingerprint == absl::StrCat("admitted:", fingerprint)) {
+    return RefineStep(snapshot, fingerprint, plan_version);
   }
   const core::Topology& topology = snapshot.topology->topology;
   // Jobs that can be placed now: hosts present and connected over up links.
@@ -307,7 +322,27 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
   }
   const core::Plan* previous = snapshot.plan ? &snapshot.plan->plan : nullptr;
   auto start = std::chrono::steady_clock::now();
-  auto plan = ComputePlan(topology, placeable, previous);
+  // Incremental: admit onto the plan in force (milliseconds) and refine in the background; the
+  // first plan (nothing to admit onto) is the full plan either way.
+  std::optional<scheduler::AdmissionOutput> admission;
+  absl::StatusOr<core::Plan> plan = absl::UnknownError("not planned");
+  if (options_.incremental && previous != nullptr) {
+    scheduler::PlanRequest request;
+    request.topology = &topology;
+    request.jobs = placeable;
+    request.previous = previous;
+    request.now_ms = clock_();
+    request.options = PlannerOptionsOf();
+    auto admitted = scheduler::AdmitJobs(request);
+    if (admitted.ok()) {
+      plan = admitted->output.plan;
+      admission = std::move(*admitted);
+    } else {
+      plan = admitted.status();
+    }
+  } else {
+    plan = ComputePlan(topology, placeable, previous);
+  }
   double solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!plan.ok()) {
@@ -318,19 +353,43 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
     return plan.status();
   }
   plan->solve_ms = solve_ms;
-  plan->fingerprint = fingerprint;
+  // An admission plan that kept jobs is provisional until the refiner's full plan replaces it.
+  const bool provisional = admission.has_value() && !admission->full;
+  plan->fingerprint = provisional ? absl::StrCat("admitted:", fingerprint) : fingerprint;
   plan->version = 0;  // next version
   auto intents = core::DeriveSwitchIntents(topology, *plan);
   std::vector<core::Event> plan_events = {
       MakeEvent(now, "plan_saved", std::nullopt,
                 absl::StrFormat("planned %d job(s) with %s in %.1f ms", plan->jobs.size(),
                                 plan->algorithm, solve_ms))};
+  // InGo: jobs whose batch size changed (docs/batch-size.md); workers read it from /config.
+  for (const auto& [id, message] : batch_refit_.NoteBatchChanges(previous, *plan, now)) {
+    plan_events.push_back(MakeEvent(now, "job_batch_size", id, message));
+  }
+  if (provisional) {
+    plan_events[0].message = absl::StrFormat(
+        "admitted %d job(s), removed %d, kept %d unchanged in %.1f ms (full re-plan in the "
+        "background)",
+        admission->admitted.size(), admission->removed.size(), admission->kept.size(), solve_ms);
+    plan_events.push_back(MakeEvent(now, "plan_admitted", std::nullopt, plan_events[0].message));
+  }
   auto version = storage_->plans().Save(*plan, intents, now, plan_events);
   if (!version.ok()) return version.status();
   *plan_version = *version;
-  metrics_.ObservePlan(solve_ms / 1000.0);
-  spdlog::info("event=plan_saved version={} jobs={} solve_ms={:.1f}", *version, plan->jobs.size(),
-               solve_ms);
+  metrics_.ObservePlan(solve_ms / 1000.0);  // admissions and full plans alike
+  spdlog::info("event=plan_saved version={} jobs={} solve_ms={:.1f} admitted={}", *version,
+               plan->jobs.size(), solve_ms, provisional);
+  {
+    absl::MutexLock lock(&mu_);
+    refine_result_.reset();  // an older refinement is for other inputs
+    refine_request_.reset();
+    refine_fingerprint_.clear();
+    if (provisional) {
+      refine_fingerprint_ = fingerprint;
+      refine_request_ = RefineRequest{fingerprint, *version, topology, placeable, *plan, now};
+      refine_request_->previous.version = *version;
+    }
+  }
   for (const core::Job& job : placeable) {
     if (job.state == core::JobState::kPending) {
       core::JobUpdate u;
@@ -344,6 +403,142 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
   storage_->plans().Prune(options_.keep_plans).IgnoreError();
   events_.Notify();
   return true;
+}
+
+void Controller::MarkScheduled(const core::Snapshot& snapshot, int64_t plan_version) {
+  // Saving a plan and marking its jobs scheduled are two transactions: after a crash between
+  // them the plan is current but its jobs are still pending. Finish the second step (a pending
+  // job is otherwise never in a current plan: unplaceable jobs are left out of it).
+  std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
+  std::vector<core::Event> events;
+  int64_t now = clock_();
+  for (const core::Job& job : snapshot.jobs) {
+    if (job.state != core::JobState::kPending || !snapshot.plan->plan.FindJob(job.id)) continue;
+    core::JobUpdate u;
+    u.state = core::JobState::kScheduled;
+    updates.push_back({job.id, u});
+    events.push_back(
+        MakeEvent(now, "job_scheduled", job.id, absl::StrCat("scheduled in plan ", plan_version)));
+  }
+  if (!updates.empty()) ApplyJobUpdates(updates, events, now);
+}
+
+absl::StatusOr<bool> Controller::RefineStep(const core::Snapshot& snapshot,
+                                            const std::string& fingerprint, int64_t* plan_version) {
+  const core::Plan& admitted = snapshot.plan->plan;
+  *plan_version = admitted.version;
+  MarkScheduled(snapshot, *plan_version);
+  std::optional<RefineResult> result;
+  {
+    absl::MutexLock lock(&mu_);
+    if (refine_result_ && (refine_result_->fingerprint != fingerprint ||
+                           refine_result_->base_version != admitted.version)) {
+      refine_result_.reset();  // for other inputs or another admission plan
+    }
+    if (refine_result_) {
+      // refine_fingerprint_ is cleared once the result is saved (Sync waits for that).
+      result = std::move(refine_result_);
+      refine_result_.reset();
+      if (!result->output.ok()) {
+        refine_failed_fingerprint_ = fingerprint;
+        refine_fingerprint_.clear();
+      }
+    } else if (refine_failed_fingerprint_ == fingerprint) {
+      return false;  // the full re-plan of these inputs failed: the admission plan stays
+    } else if (refine_fingerprint_ != fingerprint || (!refine_request_ && !refine_running_)) {
+      // A restart found this admission plan, or the answer was for another base: ask (again).
+      refine_fingerprint_ = fingerprint;
+      std::vector<core::Job> jobs;
+      for (const core::Job& job : snapshot.jobs) {
+        if (admitted.FindJob(job.id) != nullptr) jobs.push_back(job);
+      }
+      refine_request_ =
+          RefineRequest{fingerprint,     admitted.version, snapshot.topology->topology,
+                        std::move(jobs), admitted,         clock_()};
+      return false;
+    } else {
+      return false;  // queued or solving: the refiner wakes the loop when it is done
+    }
+  }
+  const int64_t now = clock_();
+  if (!result->output.ok()) {
+    const std::string error(result->output.status().message());
+    events_.Log("plan_failed", std::nullopt,
+                absl::StrCat("background re-plan failed (the admission plan stays): ", error));
+    spdlog::warn("event=plan_refine_failed error=\"{}\"", error);
+    return false;
+  }
+  core::Plan plan = std::move(result->output->plan);
+  plan.solve_ms = result->solve_ms;
+  plan.fingerprint = fingerprint;
+  plan.version = 0;
+  auto intents = core::DeriveSwitchIntents(snapshot.topology->topology, plan);
+  const std::string message = absl::StrFormat(
+      "refined plan %d: full re-plan of %d job(s) with %s in %.1f ms; %d running job(s) kept "
+      "their routes (gain within the move threshold), %d moved",
+      admitted.version, plan.jobs.size(), plan.algorithm, result->solve_ms,
+      result->output->kept_by_threshold.size(), result->output->moved_by_threshold.size());
+  std::vector<core::Event> refined_events = {MakeEvent(now, "plan_saved", std::nullopt, message),
+                                             MakeEvent(now, "plan_refined", std::nullopt, message)};
+  // InGo: jobs whose batch size changed (docs/batch-size.md); workers read it from /config.
+  for (const auto& [id, batch_message] : batch_refit_.NoteBatchChanges(&admitted, plan, now)) {
+    refined_events.push_back(MakeEvent(now, "job_batch_size", id, batch_message));
+  }
+  auto version = storage_->plans().Save(plan, intents, now, refined_events);
+  {
+    // Settled at the end of this pass (after the reconciliation of the refined plan), so that
+    // Sync returns with the switches programmed; a failed save is asked again next pass.
+    absl::MutexLock lock(&mu_);
+    refine_settle_at_pass_end_ = true;
+  }
+  if (!version.ok()) return version.status();
+  *plan_version = *version;
+  metrics_.ObservePlan(result->solve_ms / 1000.0);
+  spdlog::info("event=plan_refined version={} base={} jobs={} solve_ms={:.1f} kept={} moved={}",
+               *version, admitted.version, plan.jobs.size(), result->solve_ms,
+               result->output->kept_by_threshold.size(), result->output->moved_by_threshold.size());
+  storage_->plans().Prune(options_.keep_plans).IgnoreError();
+  events_.Notify();
+  return true;
+}
+
+void Controller::RefinerMain() {
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return refine_request_.has_value() || refiner_exit_;
+  };
+  while (true) {
+    RefineRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&ready));
+      if (refiner_exit_) return;
+      request = std::move(*refine_request_);
+      refine_request_.reset();
+      refine_running_ = true;
+    }
+    scheduler::PlanRequest plan_request;
+    plan_request.topology = &request.topology;
+    plan_request.jobs = request.jobs;
+    plan_request.previous = &request.previous;
+    plan_request.now_ms = request.now_ms;
+    plan_request.options = PlannerOptionsOf();
+    plan_request.batch_changed_ms = batch_refit_.ChangedMs();
+    if (options_.replan_budget_ms > 0) {
+      plan_request.options.lp_time_limit_s = options_.replan_budget_ms / 1000.0;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto output = scheduler::ComputePlan(plan_request);
+    const double solve_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    absl::MutexLock lock(&mu_);
+    refine_running_ = false;
+    // A newer change superseded these inputs while solving: the answer is dropped.
+    if (refine_fingerprint_ == request.fingerprint && !refiner_exit_) {
+      refine_result_ =
+          RefineResult{request.fingerprint, request.base_version, std::move(output), solve_ms};
+      wake_ = true;
+    }
+  }
 }
 
 void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::SwitchIntent>& intents) {
@@ -434,6 +629,7 @@ void Controller::Pass() {
   fleet_.Sync(snapshot->topology->topology);
   auto t1 = Steady::now();
   int64_t plan_version = 0;
+  batch_refit_.Apply(&snapshot->jobs);  // InGo: refitted noise scales (docs/batch-size.md)
   auto replanned = MaybeReplan(*snapshot, &plan_version);
   if (Stopping()) return;  // a plan that finished is saved; its switches are for the next start
   if (!replanned.ok() && plan_version == 0) {
@@ -475,8 +671,10 @@ absl::Status Controller::Sync(int timeout_ms) {
   if (!started_) return absl::FailedPreconditionError("controller is not running");
   const int64_t target = passes_started_ + 1;
   wake_ = true;
+  // Converged: a whole pass done and no refinement outstanding (an admission plan in force is
+  // refined, and the pass that adopts the result completes, before Sync returns).
   auto done = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return passes_done_ >= target || stopping_;
+    return (passes_done_ >= target && refine_fingerprint_.empty()) || stopping_;
   };
   if (!mu_.AwaitWithTimeout(absl::Condition(&done), absl::Milliseconds(timeout_ms))) {
     return absl::DeadlineExceededError("controller pass did not finish in time");
@@ -495,6 +693,26 @@ absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) { return jobs_.C
 absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t iterations_done,
                                                      std::optional<double> loss) {
   return jobs_.ReportProgress(id, iterations_done, loss);
+}
+absl::Status Controller::ReportGradientStats(core::JobId id, double grad_sqr_local,
+                                             double grad_sqr_global) {
+  auto job = jobs_.GetJob(id);
+  if (!job.ok()) return job.status();
+  // The batch the job runs at: its plan's, else the submitted one.
+  int batch = job->spec.batch_size;
+  if (auto plan = storage_->plans().Latest(); plan.ok() && plan->has_value()) {
+    if (const core::JobPlan* jp = (*plan)->plan.FindJob(id); jp && jp->batch_size > 0) {
+      batch = jp->batch_size;
+    }
+  }
+  auto published = batch_refit_.Add(*job, batch, grad_sqr_local, grad_sqr_global);
+  if (!published.ok()) return published.status();
+  if (*published) {
+    spdlog::info("event=noise_scale_refit job={} noise_scale={:.1f}", id,
+                 batch_refit_.Published(id).value_or(0));
+    Wake();
+  }
+  return absl::OkStatus();
 }
 absl::StatusOr<core::Job> Controller::GetJob(core::JobId id) { return jobs_.GetJob(id); }
 absl::StatusOr<core::JobPage> Controller::ListJobs(const core::JobFilter& filter) {

@@ -21,6 +21,16 @@
 // fingerprint matches, switches are reconnected with a higher election id, their pipeline checked
 // and repaired.
 //
+// Incremental planning (ControllerOptions::incremental, the default): on a fingerprint change the
+// loop saves and reconciles an admission plan (scheduler::AdmitJobs, milliseconds: new jobs routed
+// around the running ones, removed jobs dropped, nobody moved), stored with the fingerprint
+// "admitted:<fingerprint>", and hands a snapshot to the refiner thread, which runs the full
+// scheduler::ComputePlan (CLP limited to replan_budget_ms, running jobs moved only past
+// replan_move_threshold). The loop adopts the result -- saved with the plain fingerprint -- when
+// it finishes and the inputs are still those it was computed for; a newer change supersedes it
+// (the stale result is dropped). The loop never waits for the refiner. A restart that finds an
+// admission plan refines it then. Sync also waits for an outstanding refinement.
+//
 // Composition (docs/server.md): the Controller owns the event hub, the metrics, the switch fleet
 // (server/switch_fleet.h), the job and topology managers (the JobService and TopologyService) and
 // runs the loop; planning itself is scheduler::ComputePlan (scheduler/planner.h). It also serves
@@ -47,6 +57,7 @@
 #include "core/ports.h"
 #include "core/topology.h"
 #include "scheduler/planner.h"
+#include "server/batch_refit.h"
 #include "server/event_hub.h"
 #include "server/job_config.h"
 #include "server/job_manager.h"
@@ -65,6 +76,20 @@ struct ControllerOptions {
   uint64_t seed = scheduler::PlannerOptions{}.seed;
   int rounds = scheduler::PlannerOptions{}.rounds;
   int paths = scheduler::PlannerOptions{}.paths;
+  // Incremental planning (docs/controller.md "Incremental planning"): on a change of the inputs
+  // the loop applies an admission plan at once (scheduler::AdmitJobs: new jobs routed around the
+  // others, nobody moved) and a background thread computes the full re-plan, adopted when it
+  // finishes and its inputs are still current. false: the loop computes the full plan itself.
+  bool incremental = true;
+  // CLP time limit of the background re-plan (PlannerOptions::lp_time_limit_s), ms.
+  int replan_budget_ms = 10000;
+  // A running job's routes move in a re-plan only when that raises its rate, or the minimum
+  // rate, by more than this fraction (PlannerOptions::replan_move_threshold); < 0: always move.
+  double replan_move_threshold = scheduler::PlannerOptions{}.replan_move_threshold;
+  // InGo's batch re-choices (docs/batch-size.md): relative improvement of the predicted
+  // completion needed to change batch sizes, and the least time between two changes of a job's.
+  double batch_hysteresis = scheduler::BatchSwitchRule{}.hysteresis;
+  int64_t batch_min_interval_ms = scheduler::BatchSwitchRule{}.min_interval_ms;
   int debounce_ms = 50;  // wake-ups within this window after a pass share the next pass
   int timer_ms = 2000;   // periodic pass: retries failed switches, reconnects
   int reconcile_parallelism = 8;
@@ -98,8 +123,8 @@ class Controller : public JobService,
   // Loads the stored state, creates the switch clients and starts the loop thread. Errors from
   // storage (the database cannot be read) or InvalidArgument for unknown algorithm/policy names.
   absl::Status Start();
-  // Stops the loop and disconnects the switches. Idempotent. Waits for the loop's current step
-  // (a plan being computed is not interrupted: up to a solve's time).
+  // Stops the loop and the refiner and disconnects the switches. Idempotent. Waits for the loop's
+  // current step and the refiner's solve (not interrupted: bounded by replan_budget_ms of CLP).
   void Stop();
   // Stop() that waits at most `grace` for the loop. false: the loop is still inside a step (a
   // solve) and the controller is NOT stopped -- it must not be destroyed; a process that is
@@ -116,6 +141,8 @@ class Controller : public JobService,
   absl::StatusOr<core::Job> CancelJob(core::JobId id) override;
   absl::StatusOr<core::Job> ReportProgress(core::JobId id, int64_t iterations_done,
                                            std::optional<double> loss) override;
+  absl::Status ReportGradientStats(core::JobId id, double grad_sqr_local,
+                                   double grad_sqr_global) override;
   absl::StatusOr<core::Job> GetJob(core::JobId id) override;
   absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter) override;
   absl::StatusOr<JobConfig> GetJobConfig(core::JobId id) override;
@@ -179,6 +206,29 @@ class Controller : public JobService,
   absl::StatusOr<core::Plan> ComputePlan(const core::Topology& topology,
                                          const std::vector<core::Job>& jobs,
                                          const core::Plan* previous);
+  // The loop's step while an admission plan for `fingerprint` is in force: asks the refiner for
+  // the full plan (once per fingerprint) and adopts its result when it is current.
+  absl::StatusOr<bool> RefineStep(const core::Snapshot& snapshot, const std::string& fingerprint,
+                                  int64_t* plan_version);
+  // Marks the pending jobs that `snapshot`'s plan holds as scheduled (a crash between saving a
+  // plan and that update leaves them pending).
+  void MarkScheduled(const core::Snapshot& snapshot, int64_t plan_version);
+  void RefinerMain();
+  // A snapshot for the refiner and its answer.
+  struct RefineRequest {
+    std::string fingerprint;
+    int64_t base_version = 0;  // the admission plan it refines
+    core::Topology topology;
+    std::vector<core::Job> jobs;
+    core::Plan previous;
+    int64_t now_ms = 0;
+  };
+  struct RefineResult {
+    std::string fingerprint;
+    int64_t base_version = 0;
+    absl::StatusOr<scheduler::PlannerOutput> output;
+    double solve_ms = 0;
+  };
   std::string Fingerprint(const core::Snapshot& snapshot) const;
   scheduler::PlannerOptions PlannerOptionsOf() const;
 
@@ -189,6 +239,7 @@ class Controller : public JobService,
   EventHub events_;
   SwitchFleet fleet_;
   JobManager jobs_;
+  BatchRefit batch_refit_;  // InGo: noise-scale refit and batch-change times
   TopologyManager topology_;
   RetentionWorker retention_;
 
@@ -200,7 +251,17 @@ class Controller : public JobService,
   int64_t passes_started_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t passes_done_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_pass_ms_ ABSL_GUARDED_BY(mu_) = 0;  // clock time of the last completed pass
+  // Refinement: the inputs the loop wants refined (empty: none outstanding), the request not yet
+  // taken by the refiner, whether it is solving, and its last answer not yet handled.
+  std::string refine_fingerprint_ ABSL_GUARDED_BY(mu_);
+  std::optional<RefineRequest> refine_request_ ABSL_GUARDED_BY(mu_);
+  bool refine_running_ ABSL_GUARDED_BY(mu_) = false;
+  bool refiner_exit_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<RefineResult> refine_result_ ABSL_GUARDED_BY(mu_);
+  std::string refine_failed_fingerprint_ ABSL_GUARDED_BY(mu_);   // not asked again
+  bool refine_settle_at_pass_end_ ABSL_GUARDED_BY(mu_) = false;  // a refined plan was saved
   std::thread loop_;
+  std::thread refiner_;
 };
 
 }  // namespace inac::server

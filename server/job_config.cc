@@ -23,6 +23,7 @@ JobConfig BuildJobConfig(const core::Job& job, const core::Plan* plan,
   config.rate_gbps = jp->rate_gbps;
   config.iteration_ms = jp->iteration_ms;
   config.ring = jp->ring;
+  config.ring_roles = core::RingRolesOf(*jp, job.spec.workers, topology);
   int ps_index = 0;
   for (const auto& [ps, share] : jp->ps_shares) {
     JobConfig::Shard shard;
@@ -60,7 +61,8 @@ JobConfig BuildJobConfig(const core::Job& job, const core::Plan* plan,
   for (const auto& [ps, share] : jp->ps_shares) {
     for (const core::ChunkRange& range : core::ChunkRangesOf(*jp, ps)) {
       JobConfig::Tag tag;
-      tag.tag = core::AggregationTag(id, ps_index, range.index, jp->generation);
+      tag.tag = core::AggregationTag(id, ps_index, range.index, jp->generation,
+                                     static_cast<int>(jp->ps_shares.size()));
       tag.ps = ps;
       tag.ps_address = core::NodeAddress(t, ps);
       tag.share = share;

@@ -13,6 +13,7 @@
 
 #include "core/job.h"
 #include "core/plan.h"
+#include "core/ring_intents.h"
 #include "core/topology.h"
 
 namespace inac::server {
@@ -81,6 +82,8 @@ struct JobConfig {
   };
   std::vector<Tag> tags;
   std::vector<std::string> ring;  // ring all-reduce order
+  // Ring all-reduce (Rina, docs/rina.md): every worker's role, ring neighbours and rack tag.
+  std::vector<core::RingRole> ring_roles;
 };
 
 // The configuration of `job`. `plan` is the latest plan (null when none was computed yet),

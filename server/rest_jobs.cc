@@ -119,6 +119,7 @@ void JobsResource::Register(RouteTable& routes) {
         if (!body) return;
         int64_t iterations = -1;
         std::optional<double> loss;
+        std::optional<double> grad_local, grad_global;  // InGo's refit (docs/batch-size.md)
         for (auto it = body->begin(); it != body->end(); ++it) {
           if (it.key() == "iterations_done") {
             if (!it->is_number_integer() || it->get<int64_t>() < 0) {
@@ -131,13 +132,30 @@ void JobsResource::Register(RouteTable& routes) {
               return BadRequest(res, "loss: must be a finite number", "loss");
             }
             loss = it->get<double>();
+          } else if (it.key() == "grad_sqr_local" || it.key() == "grad_sqr_global") {
+            if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+              return BadRequest(res, absl::StrCat(it.key(), ": must be a finite number >= 0"),
+                                it.key());
+            }
+            (it.key() == "grad_sqr_local" ? grad_local : grad_global) = it->get<double>();
           } else {
             return BadRequest(res, absl::StrCat(it.key(), ": unknown field"), it.key());
           }
         }
         if (iterations < 0) return BadRequest(res, "iterations_done: required", "iterations_done");
+        if (grad_local.has_value() != grad_global.has_value()) {
+          const char* missing = grad_local ? "grad_sqr_global" : "grad_sqr_local";
+          return BadRequest(res,
+                            absl::StrCat(missing, ": required with ",
+                                         grad_local ? "grad_sqr_local" : "grad_sqr_global"),
+                            missing);
+        }
         auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
         if (!job.ok()) return SendStatus(res, job.status());
+        if (grad_local) {
+          absl::Status s = c->ReportGradientStats(job->id, *grad_local, *grad_global);
+          if (!s.ok()) return SendStatus(res, s);
+        }
         SendJson(res, 200, core::JobToJson(*job));
       },
       /*tenant_workers=*/true);

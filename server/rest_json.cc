@@ -106,6 +106,23 @@ Json ConfigJson(const JobConfig& c) {
   }
   j["tags"] = tags;
   if (!c.ring.empty()) j["ring"] = c.ring;
+  if (!c.ring_roles.empty()) {
+    Json roles = Json::array();
+    for (const core::RingRole& r : c.ring_roles) {
+      Json e = {{"worker", r.worker}, {"role", r.role}};
+      if (!r.prev.empty()) {
+        e["prev"] = {{"id", r.prev}, {"address", core::FormatIpv4(r.prev_address)}};
+        e["next"] = {{"id", r.next}, {"address", core::FormatIpv4(r.next_address)}};
+      }
+      if (!r.agent.empty()) {
+        e["agent"] = r.agent;
+        e["tor"] = r.tor;
+        e["rack_tag"] = r.rack_tag;
+      }
+      roles.push_back(std::move(e));
+    }
+    j["ring_roles"] = std::move(roles);
+  }
   return j;
 }
 

@@ -42,6 +42,17 @@ class JobService {
   // the job's iterations.
   virtual absl::StatusOr<core::Job> ReportProgress(core::JobId id, int64_t iterations_done,
                                                    std::optional<double> loss) = 0;
+  // The gradient statistics of a progress report (InGo's noise-scale refit, docs/batch-size.md):
+  // |g_i|^2 of a worker's local gradient and |g_bar|^2 of the aggregated one. InvalidArgument for
+  // a statistic that is not finite or negative; FailedPrecondition for a one-worker job. The
+  // default (services without a refit) is Unimplemented.
+  virtual absl::Status ReportGradientStats(core::JobId id, double grad_sqr_local,
+                                           double grad_sqr_global) {
+    (void)id;
+    (void)grad_sqr_local;
+    (void)grad_sqr_global;
+    return absl::UnimplementedError("gradient statistics are not used by this service");
+  }
   virtual absl::StatusOr<core::Job> GetJob(core::JobId id) = 0;
   virtual absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter) = 0;
   // What the job's hosts need (server/job_config.h), from the latest plan.

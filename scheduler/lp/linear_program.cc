@@ -1,8 +1,14 @@
 #include "scheduler/lp/linear_program.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "CbcModel.hpp"
 #include "CbcStrategy.hpp"
@@ -46,6 +52,9 @@ class SolverAccess {
   }
   static const LinearProgram& P(const LinearProgram& p) { return p; }
   static const std::vector<double>& ColLower(const LinearProgram& p) { return p.col_lower_; }
+  static const std::vector<int>& RowIndex(const LinearProgram& p) { return p.row_index_; }
+  static const std::vector<int>& ColIndex(const LinearProgram& p) { return p.col_index_; }
+  static const std::vector<double>& Elements(const LinearProgram& p) { return p.elements_; }
   static const std::vector<double>& ColUpper(const LinearProgram& p) { return p.col_upper_; }
   static const std::vector<double>& Objective(const LinearProgram& p) { return p.objective_; }
   static const std::vector<double>& RowLower(const LinearProgram& p) { return p.row_lower_; }
@@ -236,6 +245,77 @@ int LinearProgram::AddRow(double lower, double upper, const std::vector<int>& co
   return row;
 }
 
+namespace {
+
+// FNV-1a over the LP's structure: dimensions, sense, matrix triplets and objective. Row and column
+// bounds are left out: a basis is a valid start for any bounds (the simplex repairs feasibility).
+uint64_t Fnv(uint64_t h, const void* data, size_t n) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+// The process-wide basis cache: the last optimal basis per structure key, at most kEntries
+// (least recently stored dropped first). Guarded by a mutex: planners on several threads (the
+// controller's loop and its background re-plan) share it.
+constexpr size_t kBasisCacheEntries = 512;
+std::mutex basis_mu;
+std::list<uint64_t> basis_order;  // most recent first
+std::map<uint64_t, std::pair<std::vector<unsigned char>, std::list<uint64_t>::iterator>> bases;
+
+}  // namespace
+
+uint64_t StructureKey(const LinearProgram& p) {
+  using A = SolverAccess;
+  uint64_t h = 1469598103934665603ULL;
+  const int dims[3] = {p.num_rows(), p.num_columns(), A::Maximize(p) ? 1 : 0};
+  h = Fnv(h, dims, sizeof(dims));
+  const auto& rows = A::RowIndex(p);
+  const auto& cols = A::ColIndex(p);
+  const auto& vals = A::Elements(p);
+  h = Fnv(h, rows.data(), rows.size() * sizeof(int));
+  h = Fnv(h, cols.data(), cols.size() * sizeof(int));
+  h = Fnv(h, vals.data(), vals.size() * sizeof(double));
+  const auto& c = A::Objective(p);
+  h = Fnv(h, c.data(), c.size() * sizeof(double));
+  return h;
+}
+
+bool BasisCacheFind(uint64_t key, int size, std::vector<unsigned char>* basis) {
+  std::lock_guard<std::mutex> lock(basis_mu);
+  auto it = bases.find(key);
+  if (it == bases.end() || static_cast<int>(it->second.first.size()) != size) return false;
+  *basis = it->second.first;
+  return true;
+}
+
+void BasisCacheStore(uint64_t key, std::vector<unsigned char> basis) {
+  std::lock_guard<std::mutex> lock(basis_mu);
+  auto it = bases.find(key);
+  if (it != bases.end()) {
+    basis_order.erase(it->second.second);
+    bases.erase(it);
+  }
+  basis_order.push_front(key);
+  bases[key] = {std::move(basis), basis_order.begin()};
+  while (bases.size() > kBasisCacheEntries) {
+    bases.erase(basis_order.back());
+    basis_order.pop_back();
+  }
+}
+
+namespace {
+std::atomic<bool> warm_start_enabled{true};
+}  // namespace
+
+void SetWarmStartEnabled(bool enabled) { warm_start_enabled = enabled; }
+
+void ClearBasisCache() {
+  std::lock_guard<std::mutex> lock(basis_mu);
+  bases.clear();
+  basis_order.clear();
+}
+
 std::string SolveStatusName(SolveStatus status) {
   switch (status) {
     case SolveStatus::kOptimal:
@@ -252,15 +332,17 @@ std::string SolveStatusName(SolveStatus status) {
   return "unknown";
 }
 
-absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s) {
-  auto two = SolveLpThenMinimize(program, {}, 0, time_limit_s);
+absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s,
+                                 const WarmStart& warm) {
+  auto two = SolveLpThenMinimize(program, {}, 0, time_limit_s, warm);
   if (!two.ok()) return two.status();
   return std::move(two->first);
 }
 
 absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& program,
                                                      const std::vector<double>& secondary,
-                                                     double tolerance, double time_limit_s) {
+                                                     double tolerance, double time_limit_s,
+                                                     const WarmStart& warm) {
   using A = SolverAccess;
   CoinPackedMatrix matrix = A::Matrix(program);
   std::vector<double> cl = ToCoin(A::ColLower(program)), cu = ToCoin(A::ColUpper(program));
@@ -272,13 +354,33 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
                     ru.data());
   model.setOptimizationDirection(A::Maximize(program) ? -1 : 1);
   if (time_limit_s > 0) model.setMaximumSeconds(time_limit_s);
-  ClpSolve options;
-  options.setPresolveType(ClpSolve::presolveOn);
-  options.setSolveType(ClpSolve::automatic);
-  model.initialSolve(options);
+  const uint64_t key = StructureKey(program);
+  std::vector<unsigned char> basis;
+  const int basis_size = program.num_columns() + program.num_rows();
+  if (warm.use && warm_start_enabled && BasisCacheFind(key, basis_size, &basis)) {
+    // Warm start (no presolve: the basis belongs to the full model): dual simplex from the
+    // stored basis (the bounds changed, the objective did not, so the basis stays dual
+    // feasible); the primal retry below covers a dual simplex that gives up.
+    model.copyinStatus(basis.data());
+    model.dual(0);
+    if (warm.stats != nullptr) ++warm.stats->warm_starts;
+  } else {
+    ClpSolve options;
+    options.setPresolveType(ClpSolve::presolveOn);
+    options.setSolveType(ClpSolve::automatic);
+    model.initialSolve(options);
+    if (warm.stats != nullptr) ++warm.stats->cold_starts;
+  }
   if (!model.isProvenOptimal() && !model.isProvenPrimalInfeasible() &&
       !model.isProvenDualInfeasible() && model.status() != 3) {
     model.primal();  // dual simplex can give up on degenerate models; retry with primal
+  }
+  if (model.isProvenOptimal()) {
+    const unsigned char* status = model.statusArray();
+    if (status != nullptr) {
+      BasisCacheStore(key, std::vector<unsigned char>(
+                               status, status + program.num_columns() + program.num_rows()));
+    }
   }
   TwoStageSolution out;
   Solution& s = out.first;

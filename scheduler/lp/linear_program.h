@@ -9,6 +9,7 @@
 // nothing (log level 0). Not thread-safe per instance; separate instances are independent.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -90,7 +91,34 @@ std::optional<double> LagrangianBound(const LinearProgram& program,
 // models are reported in Solution::status, not as errors. Stopped by `time_limit_s`: kFeasible
 // with the last primal point when it is primal feasible (its objective is NOT a bound), otherwise
 // kNoSolution; in both cases best_bound is the LagrangianBound of the last row duals, or nullopt.
-absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s);
+// Warm start (issue 15, item 6). Every LP solved to optimality stores its optimal basis in a
+// process-wide cache keyed by StructureKey -- the program's dimensions, sense, matrix and
+// objective, NOT its row and column bounds -- (at most 512 structures, least recently stored
+// dropped; thread-safe). A solve with `use` set starts from the stored basis of its structure,
+// when there is one, with CLP's dual simplex (no presolve), instead of a cold presolved solve:
+// it applies when the same LP is solved again with other bounds -- e.g. a job's routing LP over
+// the residual capacities and its standalone bound over the full capacities (same candidates),
+// or the same job's LP in the next re-plan when its candidates did not change. The optimum VALUE
+// is the same either way (up to CLP's tolerances); the optimal POINT of a degenerate LP may
+// differ, which is why callers enable it only where they use the optimum's value (the routing's
+// standalone bounds), so that plans stay deterministic for their inputs.
+struct WarmStartStats {
+  int64_t warm_starts = 0;
+  int64_t cold_starts = 0;
+};
+struct WarmStart {
+  bool use = false;
+  WarmStartStats* stats = nullptr;  // not owned; nullable: counts warm and cold starts
+};
+uint64_t StructureKey(const LinearProgram& program);
+bool BasisCacheFind(uint64_t key, int size, std::vector<unsigned char>* basis);
+void BasisCacheStore(uint64_t key, std::vector<unsigned char> basis);
+void ClearBasisCache();
+// Process-wide switch (default on; benchmarks compare both): off, WarmStart::use is ignored.
+void SetWarmStartEnabled(bool enabled);
+
+absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s,
+                                 const WarmStart& warm = {});
 
 // Two stages on one CLP model: solves `program`, then keeps its objective within a relative
 // `tolerance` of the optimum (one extra row) and minimises Σ secondary[c] · x[c] from the optimal
@@ -103,7 +131,8 @@ struct TwoStageSolution {
 };
 absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& program,
                                                      const std::vector<double>& secondary,
-                                                     double tolerance, double time_limit_s);
+                                                     double tolerance, double time_limit_s,
+                                                     const WarmStart& warm = {});
 
 // Solves the MIP with CBC. `start` (optional, may be empty) is a feasible solution handed to CBC
 // as its first incumbent. `node_limit` > 0 stops branch and bound after that many nodes: unlike

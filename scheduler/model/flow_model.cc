@@ -61,6 +61,18 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
   }
   JobUsage usage;
   double max_route_us = 0;
+  // The chunk range of each flow: a (worker, PS)'s flows cover [0, 1) in order. A stream carries
+  // the union of the ranges aggregated at its switch (one tag per range, docs/routing.md).
+  std::map<std::pair<int, int>, double> offset;  // (worker, ps) -> where its next flow starts
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> ranges;  // (switch, ps)
+  for (const RoutedFlow& f : job.flows) {
+    double& at = offset[{f.worker, f.ps}];
+    const double begin = at;
+    at += f.fraction;
+    if (g.is_switch(f.agg) && share_of(f.ps) * f.fraction > 0) {
+      ranges[{f.agg, f.ps}].emplace_back(begin, at);
+    }
+  }
   for (const RoutedFlow& f : job.flows) {
     double c = share_of(f.ps) * f.fraction;
     if (c <= 0) continue;
@@ -81,20 +93,34 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
     }
     max_route_us = std::max(max_route_us, lat);
   }
-  // A re-aggregating switch's stream is at least as large as each stream it re-aggregates.
+  // A re-aggregating switch's stream carries the ranges of every stream it re-aggregates.
   for (size_t pass = 0; pass < job.streams.size(); ++pass) {
     bool changed = false;
     for (const RoutedStream& st : job.streams) {
       if (st.via < 0) continue;
-      auto it = stream_fraction.find({st.sw, st.ps});
-      if (it == stream_fraction.end()) continue;
-      double& frac = stream_fraction[{st.via, st.ps}];
-      if (it->second > frac) {
-        frac = it->second;
-        changed = true;
+      auto it = ranges.find({st.sw, st.ps});
+      if (it == ranges.end()) continue;
+      std::vector<std::pair<double, double>>& to = ranges[{st.via, st.ps}];
+      for (const auto& r : it->second) {
+        if (std::find(to.begin(), to.end(), r) == to.end()) {
+          to.push_back(r);
+          changed = true;
+        }
       }
     }
     if (!changed) break;
+  }
+  // Size of each stream: the measure of the union of its ranges.
+  for (auto& [key, list] : ranges) {
+    std::sort(list.begin(), list.end());
+    double total = 0;
+    double reach = 0;
+    for (const auto& [b, e] : list) {
+      const double from = std::max(b, reach);
+      if (e > from) total += e - from;
+      reach = std::max(reach, e);
+    }
+    stream_fraction[key] = std::max(stream_fraction[key], std::min(1.0, total));
   }
   std::map<int, double> memory_coef;
   for (const RoutedStream& st : job.streams) {

@@ -4,8 +4,9 @@
 // rate, Gbps):
 //   - arc e: Σ_s x_s · (Σ fractions of the flows toward s crossing e + Σ stream fractions of the
 //     aggregators' streams toward s crossing e). A stream leaving an aggregator counts once
-//     whatever its fan-in; with chunk-range splits (FlowPlan::fraction, aligned ranges) its size is
-//     the largest fraction aggregated there.
+//     whatever its fan-in; with chunk-range splits (FlowPlan::fraction, aligned ranges: a
+//     (worker, PS)'s flows cover [0, 1) in order) its size is the measure of the union of the
+//     ranges aggregated there (one tag per range), with the ranges of re-aggregated streams.
 //   - switch v (processing C_v): Σ_s x_s · Σ fractions of the flows aggregated at v.
 //   - PS s (ingress B_s): x_s · (fractions of its unaggregated flows + its incoming streams).
 //     A worker that is its own PS sends nothing over the network.

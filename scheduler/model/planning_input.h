@@ -58,9 +58,9 @@ struct PlanningOptions {
   double default_link_latency_us = 2.0;
   // Plans may re-aggregate a switch's stream at another switch (RoutedStream::via): ATP's
   // two-level aggregation at the PS's ToR (`atp`, `atp_sharded`). The data plane's intents
-  // (core::DeriveSwitchIntents) program single-level aggregation only, so what deploys plans --
-  // the planner (controller, `inac plan`) and the simulator -- sets this false and ATP is then
-  // single-level (the ToRs' streams go on to the PS). Comparisons of algorithms keep it true.
+  // (core::DeriveSwitchIntents) program such chains (one level of re-aggregation), so the
+  // planner (controller, `inac plan`) keeps it true; the simulator sets it false (single-level
+  // ATP, its published figures). Comparisons of algorithms keep it true.
   bool reaggregation = true;
 };
 

@@ -33,6 +33,25 @@ int64_t CountColumns(const JobCandidates& c) {
   return n;
 }
 
+// Sequential mode's view of the network for the next job: on every resource the share a new job
+// would get were the resource split equally among the planned jobs crossing it and the new one
+// (residual / (1 + crossing jobs)), not what the planned jobs' load leaves -- planned alone, each
+// earlier job saturates its bottleneck, so later jobs would see no capacity where the final
+// max-min fair evaluation shares it, and be routed blind (issue 15: the 200-job minimum rate).
+std::vector<double> FairShareResidual(const Network& net, const std::vector<RoutedJob>& planned) {
+  std::vector<int> crossing(net.num_resources(), 0);
+  for (const RoutedJob& job : planned) {
+    for (const auto& [r, coefficient] : ComputeUsage(net, job).up) {
+      if (coefficient > 0) ++crossing[r];
+    }
+  }
+  std::vector<double> residual = FlowEvaluator(net).ResidualAfter(planned);
+  for (size_t r = 0; r < residual.size(); ++r) {
+    residual[r] = std::max(residual[r], net.residual(static_cast<int>(r)) / (1 + crossing[r]));
+  }
+  return residual;
+}
+
 int MoveBudget(const JobCandidates& c) { return 50 + 10 * static_cast<int>(c.pairs.size()); }
 
 // Local search after every rounding (not only the best) while that stays cheap.
@@ -69,7 +88,9 @@ absl::Status StandaloneBound(Context& ctx, const JobCandidates& c, std::optional
                              JobDiagnostics* d) {
   std::vector<JobCandidates> one{c};
   RoutingLp lp = BuildRoutingLp(ctx.net, ctx.net.residuals(), one, true);
-  auto out = SolveRoutingLp(lp, one, true, ctx.opt.lp_time_limit_s);
+  // Only the optimum's value is used: warm-started from the basis of the same candidates' LP
+  // (solved over the residual just before, or in an earlier re-plan).
+  auto out = SolveRoutingLp(lp, one, true, ctx.opt.lp_time_limit_s, lp::WarmStart{.use = true});
   if (!out.ok()) return out.status();
   *bound = out->bound;
   d->lp_bound_source = BoundSource(*out);
@@ -187,67 +208,94 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
     return result;
   }
 
-  // One job at a time in priority order.
-  std::vector<RoutedJob> planned;
-  for (int j : order) {
-    std::vector<double> residual = ctx.evaluator.ResidualAfter(planned);
-    std::optional<std::vector<double>> shares;
-    JobCandidates c = Candidates(ctx, residual, j, &shares);
-    RoutedJob floor =
-        RouteAtp(net, ctx.cache, residual, j, AtpOptions{.two_level = false, .sharded = false});
-    AddPlanToCandidates(net, floor, &c);
-    AddPlanToCandidates(net, atp[j], &c);
-    std::vector<JobCandidates> one{c};
-    const bool free = !shares.has_value();
-    RoutingLp lp = BuildRoutingLp(net, residual, one, free);
-    auto outcome = SolveRoutingLp(lp, one, free, input.options.lp_time_limit_s);
-    if (!outcome.ok()) return outcome.status();
-    if (free && outcome->lambda[0] > 0) one[0].shares = outcome->shares[0];
-    RoutedJob best = floor;
-    double best_rate = SingleJobRate(ComputeUsage(net, floor), residual);
-    std::string source = "atp_floor";
-    if (!outcome->solution.values.empty()) {
-      Choice best_choice;
-      double rounded_rate = -1;
-      for (int round = 0; round <= input.options.rounds; ++round) {
-        std::mt19937_64 rng(RoundSeed(input.seed, j, round));
-        Choice ch =
-            RoundChoice(one[0], lp.jobs[0], outcome->solution.values, round == 0 ? nullptr : &rng);
-        if (EachRound(one[0], input.options)) {
-          LocalSearch(net, residual, one[0], MoveBudget(one[0]), &ch);
+  // One job at a time in priority order, each around the jobs before it: twice, once around
+  // their evaluated load (what they leave) and once around FairShareResidual (what they would
+  // share with it); the plan better in max-min fair order of the evaluated rates is kept (the
+  // first wins ties). The first suits lightly loaded fabrics, the second loaded ones.
+  struct Pass {
+    RoutingResult result;
+    std::vector<JobCandidates> candidates;  // per job, for its standalone bound
+    std::vector<double> rates;
+  };
+  auto sequential = [&](bool fair) -> absl::StatusOr<Pass> {
+    Pass pass;
+    pass.result = result;
+    pass.candidates.resize(n);
+    std::vector<RoutedJob> planned;
+    for (int j : order) {
+      std::vector<double> residual =
+          fair ? FairShareResidual(net, planned) : ctx.evaluator.ResidualAfter(planned);
+      std::optional<std::vector<double>> shares;
+      JobCandidates c = Candidates(ctx, residual, j, &shares);
+      RoutedJob floor =
+          RouteAtp(net, ctx.cache, residual, j, AtpOptions{.two_level = false, .sharded = false});
+      AddPlanToCandidates(net, floor, &c);
+      AddPlanToCandidates(net, atp[j], &c);
+      std::vector<JobCandidates> one{c};
+      const bool free = !shares.has_value();
+      RoutingLp lp = BuildRoutingLp(net, residual, one, free);
+      auto outcome = SolveRoutingLp(lp, one, free, input.options.lp_time_limit_s);
+      if (!outcome.ok()) return outcome.status();
+      if (free && outcome->lambda[0] > 0) one[0].shares = outcome->shares[0];
+      RoutedJob best = floor;
+      double best_rate = SingleJobRate(ComputeUsage(net, floor), residual);
+      std::string source = "atp_floor";
+      if (!outcome->solution.values.empty()) {
+        Choice best_choice;
+        double rounded_rate = -1;
+        for (int round = 0; round <= input.options.rounds; ++round) {
+          std::mt19937_64 rng(RoundSeed(input.seed, j, round));
+          Choice ch = RoundChoice(one[0], lp.jobs[0], outcome->solution.values,
+                                  round == 0 ? nullptr : &rng);
+          if (EachRound(one[0], input.options)) {
+            LocalSearch(net, residual, one[0], MoveBudget(one[0]), &ch);
+          }
+          double rate = SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], ch)), residual);
+          if (rate > rounded_rate * (1 + 1e-9)) {
+            rounded_rate = rate;
+            best_choice = ch;
+          }
         }
-        double rate = SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], ch)), residual);
-        if (rate > rounded_rate * (1 + 1e-9)) {
-          rounded_rate = rate;
-          best_choice = ch;
+        std::string rsource = "lp_rounding";
+        if (input.options.local_search) {
+          LocalSearch(net, residual, one[0], MoveBudget(one[0]), &best_choice);
+          double rate =
+              SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], best_choice)), residual);
+          if (rate > rounded_rate * (1 + 1e-9)) rsource = "lp_rounding+local_search";
+          rounded_rate = std::max(rounded_rate, rate);
+        }
+        if (rounded_rate >= best_rate * (1 - 1e-12)) {
+          best = ToRoutedJob(net, one[0], best_choice);
+          best_rate = rounded_rate;
+          source = rsource;
         }
       }
-      std::string rsource = "lp_rounding";
-      if (input.options.local_search) {
-        LocalSearch(net, residual, one[0], MoveBudget(one[0]), &best_choice);
-        double rate =
-            SingleJobRate(ComputeUsage(net, ToRoutedJob(net, one[0], best_choice)), residual);
-        if (rate > rounded_rate * (1 + 1e-9)) rsource = "lp_rounding+local_search";
-        rounded_rate = std::max(rounded_rate, rate);
-      }
-      if (rounded_rate >= best_rate * (1 - 1e-12)) {
-        best = ToRoutedJob(net, one[0], best_choice);
-        best_rate = rounded_rate;
-        source = rsource;
+      pass.result.jobs[j] = best;
+      planned.push_back(best);
+      JobDiagnostics& d = pass.result.diagnostics[j];
+      d.source = source;
+      d.lp_status = lp::SolveStatusName(outcome->solution.status);
+      d.lp_columns = lp.program.num_columns();
+      d.lp_rows = lp.program.num_rows();
+      pass.candidates[j] = c;
+      if (free && planned.size() == 1) {
+        pass.result.lp_bound_gbps[j] = outcome->bound;
+        d.lp_bound_source = BoundSource(*outcome);
       }
     }
-    result.jobs[j] = best;
-    planned.push_back(best);
-    JobDiagnostics& d = result.diagnostics[j];
-    d.source = source;
-    d.lp_status = lp::SolveStatusName(outcome->solution.status);
-    d.lp_columns = lp.program.num_columns();
-    d.lp_rows = lp.program.num_rows();
-    if (free && planned.size() == 1) {
-      result.lp_bound_gbps[j] = outcome->bound;
-      d.lp_bound_source = BoundSource(*outcome);
-    } else {
-      absl::Status s = StandaloneBound(ctx, c, &result.lp_bound_gbps[j], &d);
+    pass.rates = RatesOf(ctx.evaluator.Evaluate(pass.result.jobs));
+    return pass;
+  };
+  auto loaded = sequential(false);
+  if (!loaded.ok()) return loaded.status();
+  auto shared = sequential(true);
+  if (!shared.ok()) return shared.status();
+  Pass& chosen = BetterRates(shared->rates, loaded->rates) ? *shared : *loaded;
+  result = std::move(chosen.result);
+  for (int j = 0; j < n; ++j) {
+    if (result.diagnostics[j].lp_bound_source.empty()) {
+      absl::Status s = StandaloneBound(ctx, chosen.candidates[j], &result.lp_bound_gbps[j],
+                                       &result.diagnostics[j]);
       if (!s.ok()) return s;
     }
   }

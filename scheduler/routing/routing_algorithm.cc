@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "scheduler/routing/baselines.h"
 #include "scheduler/routing/grid.h"
+#include "scheduler/routing/grid_split.h"
 #include "scheduler/routing/inart.h"
 #include "scheduler/routing/optimal.h"
 
@@ -19,6 +20,9 @@ absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::stri
   if (name == "atp_sharded") return std::make_unique<AtpRouting>(/*sharded=*/true);
   if (name == "switchml") return std::make_unique<SwitchMlRouting>();
   if (name == "grid") return std::make_unique<GridRouting>();
+  // InGo routes as GRID; the planner then chooses the batch sizes (scheduler/batch/).
+  if (name == "ingo") return std::make_unique<GridRouting>();
+  if (name == "grid-split") return std::make_unique<GridSplitRouting>();
   if (name == "inart") return std::make_unique<InArtRouting>();
   if (name == "optimal") return std::make_unique<OptimalRouting>();
   return absl::InvalidArgumentError(absl::StrCat("unknown routing algorithm \"", std::string(name),
@@ -27,7 +31,8 @@ absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::stri
 }
 
 std::vector<std::string> RoutingAlgorithmNames() {
-  return {"no_ina", "atp", "atp_sharded", "switchml", "grid", "inart", "optimal"};
+  return {"no_ina",     "atp",   "atp_sharded", "switchml", "grid",
+          "grid-split", "inart", "optimal",     "ingo"};
 }
 
 absl::StatusOr<PlannedRouting> PlanRouting(const RoutingAlgorithm& algorithm,

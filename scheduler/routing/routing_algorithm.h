@@ -11,8 +11,12 @@
 //   atp_sharded scheduler/routing/baselines.h  ATP over every PS of the job, equal shares
 //   switchml    scheduler/routing/baselines.h  SwitchML (NSDI 2021): first INA switch on the path
 //   grid        scheduler/routing/grid.h       GRID (IEEE/ACM ToN 31(5), 2023): LP + rounding
+//   grid-split  scheduler/routing/grid_split.h INAC: GRID's LP realised by chunk-range splits,
+//                                              cross-pod candidates; the better of it and grid
 //   inart       scheduler/routing/inart.h      InArt (WWW 2024): KKT shares, then LP + rounding
 //   optimal     scheduler/routing/optimal.h    CBC MIP over GRID's candidates (small instances)
+//   ingo        GRID's routing; scheduler::ComputePlan then chooses batch sizes (InGo, IWQoS
+//               2024; scheduler/batch/batch_planner.h)
 //
 // Several jobs: the baselines and `optimal` plan one job at a time in priority order (priority
 // desc, id asc), each around the evaluated load of the jobs planned before it. `grid` and `inart`
@@ -70,7 +74,8 @@ class RoutingAlgorithm {
   virtual absl::StatusOr<RoutingResult> Route(const Network& network) const = 0;
 };
 
-// "no_ina", "atp", "atp_sharded", "switchml", "grid", "inart", "optimal"; InvalidArgument listing
+// "no_ina", "atp", "atp_sharded", "switchml", "grid", "grid-split", "inart", "optimal" (and the
+// names RoutingAlgorithmNames lists); InvalidArgument listing
 // the names otherwise.
 absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::string_view name);
 std::vector<std::string> RoutingAlgorithmNames();

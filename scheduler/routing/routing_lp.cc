@@ -60,6 +60,53 @@ int HopsBetween(PathCache& paths, const core::Graph& g, int from, int to) {
   return d < 0 ? -1 : d + extra;
 }
 
+// The fan-in cuts of BuildRoutingLp (see routing_lp.h).
+void AddFanInCuts(const JobCandidates& c, const RoutingLp::JobColumns& cols, int lambda,
+                  bool free_shares, int max_fan_in, lp::LinearProgram* program) {
+  for (size_t si = 0; si < c.ps.size(); ++si) {
+    const int s = c.ps[si];
+    int workers = 0;
+    for (const PairCandidates& pc : c.pairs) workers += pc.ps_index == static_cast<int>(si);
+    if (workers <= max_fan_in) continue;
+    const int cover = (workers + max_fan_in - 1) / max_fan_in;
+    std::vector<int> ps_cols;
+    std::vector<double> ps_coef;
+    std::map<int, std::pair<std::vector<int>, std::vector<double>>> per_switch;
+    for (size_t i = 0; i < c.pairs.size(); ++i) {
+      const PairCandidates& pc = c.pairs[i];
+      if (pc.ps_index != static_cast<int>(si)) continue;
+      for (size_t o = 0; o < pc.options.size(); ++o) {
+        const int agg = pc.options[o].agg;
+        for (int col : cols.r[i][o]) {
+          if (agg == s) {
+            ps_cols.push_back(col);
+            ps_coef.push_back(1);
+          } else {
+            per_switch[agg].first.push_back(col);
+            per_switch[agg].second.push_back(1);
+          }
+        }
+      }
+    }
+    for (const auto& [key, ys] : cols.y) {
+      if (key.second != s) continue;
+      auto& [row_cols, row_coef] = per_switch[key.first];
+      for (int y : ys) {
+        row_cols.push_back(y);
+        row_coef.push_back(-max_fan_in);
+        ps_cols.push_back(y);
+        ps_coef.push_back(1);
+      }
+    }
+    for (const auto& [agg, row] : per_switch) {
+      program->AddRow(-lp::kInfinity, 0, row.first, row.second);
+    }
+    ps_cols.push_back(free_shares ? cols.z[si] : lambda);
+    ps_coef.push_back(free_shares ? -cover : -cover * c.shares[si]);
+    program->AddRow(0, lp::kInfinity, ps_cols, ps_coef);
+  }
+}
+
 }  // namespace
 
 JobCandidates BuildCandidates(const Network& net, PathCache& paths, int job,
@@ -179,7 +226,7 @@ RoutedJob ToRoutedJob(const Network& net, const JobCandidates& c, const Choice& 
 }
 
 RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual,
-                         const std::vector<JobCandidates>& jobs, bool free_shares) {
+                         const std::vector<JobCandidates>& jobs, bool free_shares, int max_fan_in) {
   RoutingLp lp;
   lp.program.SetMaximize(true);
   const bool multi = jobs.size() > 1;
@@ -256,6 +303,7 @@ RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual
       ones.push_back(free_shares ? -1 : -c.shares[pc.ps_index]);
       lp.program.AddRow(0, 0, demand, ones);
     }
+    if (max_fan_in > 0) AddFanInCuts(c, cols, lambda, free_shares, max_fan_in, &lp.program);
   }
   for (int r = 0; r < net.num_resources(); ++r) {
     if (resource_cols[r].empty()) continue;
@@ -280,8 +328,8 @@ RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual
 
 absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
                                          const std::vector<JobCandidates>& jobs, bool free_shares,
-                                         double time_limit_s) {
-  auto solved = lp::SolveLpThenMinimize(lp.program, lp.load_cost, 1e-7, time_limit_s);
+                                         double time_limit_s, const lp::WarmStart& warm) {
+  auto solved = lp::SolveLpThenMinimize(lp.program, lp.load_cost, 1e-7, time_limit_s, warm);
   if (!solved.ok()) return solved.status();
   LpOutcome out;
   out.solution = std::move(solved->first);

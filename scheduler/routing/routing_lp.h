@@ -99,8 +99,19 @@ struct RoutingLp {
 
 // Builds the LP over `residual` for the jobs' candidates. With `free_shares` the PS shares are
 // variables (z_s); otherwise JobCandidates::shares are fixed.
+//
+// `max_fan_in` > 0 (grid-split) adds two families of cuts valid for every single-level plan in
+// which no switch sums more than `max_fan_in` inputs per tag (the data plane's input bitmap),
+// W_s being the number of workers of shard s that are not s itself:
+//   Σ_{w,p} r_{w,s,a,p} <= max_fan_in · Σ_q y_{a,s,q}   per stream (a, s), when W_s > max_fan_in
+//     (each range a aggregates has at most max_fan_in inputs);
+//   Σ_{a,q} y_{a,s,q} + Σ_{w,p} r_{w,s,s,p} >= ceil(W_s / max_fan_in) · x_s λ   per shard, when
+//     W_s > max_fan_in (every chunk reaches its PS as at least that many partial sums or raw
+//     chunks).
+// Neither binds with at most max_fan_in workers per shard.
 RoutingLp BuildRoutingLp(const Network& network, const std::vector<double>& residual,
-                         const std::vector<JobCandidates>& jobs, bool free_shares);
+                         const std::vector<JobCandidates>& jobs, bool free_shares,
+                         int max_fan_in = 0);
 
 struct LpOutcome {
   lp::Solution solution;
@@ -125,10 +136,11 @@ struct LpOutcome {
 // held at its optimum, the least total network load (Σ rate × hops) -- among the LP optima the
 // one without needless detours, whose rounding is closer to a good integral plan. Internal if CLP
 // fails. A solve stopped by the time limit keeps its primal point for the rounding (when it has
-// one) and reports only a dual bound (LpOutcome::bound).
+// one) and reports only a dual bound (LpOutcome::bound). `warm`: lp::WarmStart of the first stage
+// (for solves whose optimum value alone is used, such as standalone bounds).
 absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
                                          const std::vector<JobCandidates>& jobs, bool free_shares,
-                                         double time_limit_s);
+                                         double time_limit_s, const lp::WarmStart& warm = {});
 
 // Randomised rounding of job `j` of the LP solution; `rng` nullptr = deterministic (argmax).
 Choice RoundChoice(const JobCandidates& candidates, const RoutingLp::JobColumns& columns,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "scheduler/batch/batch_size.h"
 #include "scheduler/memory/contention.h"
 #include "scheduler/memory/memory_planner.h"
 #include "scheduler/model/flow_model.h"
@@ -45,7 +46,13 @@ struct RunningJob {
   size_t trace_index = 0;
   core::JobId id = 0;
   Placement placement;
-  double done = 0;  // iterations
+  double done = 0;  // iterations at the current batch
+  // Batch-size adjustment (SimOptions::adaptive_batch): current per-worker batch, compute time per
+  // iteration at it, and the iterations to the target at it (S(n b); the trace's iterations at
+  // the submitted batch).
+  int batch = 0;
+  double compute_ms = 0;
+  double target = 0;
   double next_milestone = 0;
   double milestone_step = 0;
   core::JobPlan plan;  // routed; aggregators and priority of the last memory planning
@@ -79,6 +86,9 @@ class Simulation {
   absl::Status Validate() const;
   void Advance(double dt);
   absl::Status Reroute();
+  // InGo: the joint batch choice of the running jobs under their routing (scheduler/batch/);
+  // a job whose batch changes keeps its fraction of the target.
+  absl::Status ChooseBatches(const std::vector<RoutedJob>& routed);
   // Memory (grants only when the running set changed) and rates.
   absl::Status Replan(bool running_set_changed);
   void ComputeRates();
@@ -200,7 +210,9 @@ absl::Status Simulation::Reroute() {
     in.spec.gradient_bytes = t.gradient_bytes;
     in.spec.compute_ms = t.compute_ms;
     in.spec.iterations = t.iterations;
-    in.spec.batch_size = 1;
+    in.spec.batch_size = t.batch_size > 0 ? t.batch_size : 1;
+    if (options_.adaptive_batch && t.batch_size > 0) in.spec.batch_sizes = t.batch_sizes;
+    if (t.noise_scale >= 0) in.spec.noise_scale = t.noise_scale;
     if (!t.model.empty()) in.spec.model = t.model;
     input_.jobs.push_back(std::move(in));
   }
@@ -209,6 +221,9 @@ absl::Status Simulation::Reroute() {
   if (!routed.ok()) return routed.status();
   if (routed->jobs.size() != running_.size()) {
     return absl::InternalError("routing returned a different number of jobs");
+  }
+  if (options_.adaptive_batch) {
+    if (absl::Status s = ChooseBatches(routed->jobs); !s.ok()) return s;
   }
   const core::Graph& g = network_->graph();
   for (size_t i = 0; i < running_.size(); ++i) {
@@ -260,6 +275,40 @@ absl::Status Simulation::Reroute() {
   return absl::OkStatus();
 }
 
+absl::Status Simulation::ChooseBatches(const std::vector<RoutedJob>& routed) {
+  std::vector<double> remaining;
+  bool any = false;
+  for (const RunningJob& r : running_) {
+    remaining.push_back(r.target > 0 ? std::clamp(1 - r.done / r.target, 1e-9, 1.0) : 1.0);
+    any = any || trace_[r.trace_index].batch_sizes.size() > 0;
+  }
+  if (!any) return absl::OkStatus();
+  BatchBuildOptions build;
+  build.shared_memory =
+      options_.policy == MemoryPolicy::kAtp || options_.policy == MemoryPolicy::kEsa;
+  auto problem = BuildBatchProblem(*network_, routed, remaining, build);
+  if (!problem.ok()) return problem.status();
+  const BatchChoice choice = ChooseBatchSizes(*problem, options_.batch);
+  for (size_t i = 0; i < running_.size(); ++i) {
+    RunningJob& r = running_[i];
+    const int b = choice.jobs[i].batch;
+    if (b == r.batch) continue;
+    const JobBatchModel& m = problem->jobs[i].model;
+    const double target = m.convergence.Steps(static_cast<double>(m.workers) * b);
+    const double scale = r.target > 0 ? target / r.target : 1.0;
+    r.done *= scale;
+    r.next_milestone *= scale;
+    r.milestone_step *= scale;
+    r.target = target;
+    r.batch = b;
+    r.compute_ms = m.compute.Ms(b);
+    SimJobResult& res = results_[r.trace_index];
+    res.batch_size = b;
+    ++res.batch_changes;
+  }
+  return absl::OkStatus();
+}
+
 // Up/down coefficients of every running job blended with its fallbacks, then max-min fair rates.
 void Simulation::ComputeRates() {
   std::vector<VirtualFlow> flows;
@@ -306,7 +355,7 @@ void Simulation::ComputeRates() {
       jobs[i].flow.coefficients = blend(r, true, /*both=*/true);
       jobs[i].flow.limit = r.cap_gbps;
       jobs[i].gradient_gbit = static_cast<double>(t.gradient_bytes) * 8 / 1e9;
-      jobs[i].compute_s = t.compute_ms / 1000.0;
+      jobs[i].compute_s = r.compute_ms / 1000.0;
     }
     const OnOffShare share = OnOffFairRates(network_->residuals(), jobs);
     for (size_t i = 0; i < running_.size(); ++i) {
@@ -329,7 +378,7 @@ void Simulation::ComputeRates() {
     const double up_ms = r.up_gbps > 0 ? g_bits / (r.up_gbps * 1e6) : kInf;
     const double down_ms = r.down_gbps > 0 ? g_bits / (r.down_gbps * 1e6) : kInf;
     const double comm_ms = std::max(up_ms, down_ms);
-    r.iteration_ms = trace_[r.trace_index].compute_ms + comm_ms;
+    r.iteration_ms = r.compute_ms + comm_ms;
     r.active_fraction = 1;
     if (options_.traffic == TrafficModel::kOnOff && std::isfinite(r.iteration_ms) &&
         r.iteration_ms > 0) {
@@ -382,8 +431,7 @@ absl::Status Simulation::Replan(bool running_set_changed) {
         .id = r.id,
         .user_priority = t.priority,
         .workers = r.placement.workers,
-        .remaining_comm_bytes =
-            std::max(0.0, static_cast<double>(t.iterations) - r.done) * t.gradient_bytes,
+        .remaining_comm_bytes = std::max(0.0, r.target - r.done) * t.gradient_bytes,
         .age_s = now_ - t.arrival_s,
         .admission = static_cast<int64_t>(r.id)};
   };
@@ -518,6 +566,7 @@ absl::StatusOr<SimResult> Simulation::Run(const SimProgress& progress) {
     res.name = t.name;
     res.model = t.model;
     res.workers = t.workers;
+    res.batch_size = t.batch_size;
     res.arrival_s = t.arrival_s;
   }
   first_arrival_ = trace_.empty() ? 0 : trace_[order_.front()].arrival_s;
@@ -546,8 +595,8 @@ absl::StatusOr<SimResult> Simulation::Run(const SimProgress& progress) {
     for (size_t i = 0; i < running_.size();) {
       RunningJob& r = running_[i];
       const TraceJob& t = trace_[r.trace_index];
-      const double eps = 1e-9 * static_cast<double>(t.iterations);
-      if (r.done >= static_cast<double>(t.iterations) - eps) {
+      const double eps = 1e-9 * r.target;
+      if (r.done >= r.target - eps) {
         SimJobResult& res = results_[r.trace_index];
         res.finish_s = now_;
         res.jct_s = now_ - t.arrival_s;
@@ -560,8 +609,7 @@ absl::StatusOr<SimResult> Simulation::Run(const SimProgress& progress) {
       }
       if (r.done >= r.next_milestone - eps) {
         r.done = std::max(r.done, r.next_milestone);
-        r.next_milestone =
-            std::min(static_cast<double>(t.iterations), r.next_milestone + r.milestone_step);
+        r.next_milestone = std::min(r.target, r.next_milestone + r.milestone_step);
         Record("milestone", t.name);
       }
       ++i;
@@ -585,8 +633,11 @@ absl::StatusOr<SimResult> Simulation::Run(const SimProgress& progress) {
       r.trace_index = index;
       r.id = results_[index].id;
       r.placement = *placement;
-      r.milestone_step = std::max(1e-9, options_.milestone_fraction * t.iterations);
-      r.next_milestone = std::min(static_cast<double>(t.iterations), r.milestone_step);
+      r.batch = t.batch_size;
+      r.compute_ms = t.compute_ms;
+      r.target = static_cast<double>(t.iterations);
+      r.milestone_step = std::max(1e-9, options_.milestone_fraction * r.target);
+      r.next_milestone = std::min(r.target, r.milestone_step);
       SimJobResult& res = results_[index];
       res.start_s = now_;
       res.hosts = placement->workers;

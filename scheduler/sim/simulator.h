@@ -38,6 +38,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/topology.h"
+#include "scheduler/batch/batch_size.h"
 #include "scheduler/memory/aggregator_model.h"
 #include "scheduler/memory/priority.h"
 #include "scheduler/routing/routing_algorithm.h"
@@ -78,6 +79,13 @@ struct SimOptions {
   // Passed to the routing algorithm (paths, rounds, solver limits); `reaggregation` is always
   // false here (the simulated data plane aggregates at one level, as the real one).
   PlanningOptions planning;
+  // InGo (docs/batch-size.md): when the running set changes, choose the batch sizes of the
+  // running jobs whose trace gives batch_sizes jointly under their routing
+  // (scheduler/batch/batch_size.h; shared memory pools as a resource for atp and esa); a job
+  // whose batch changes keeps its fraction of the target, its iterations to the target become
+  // S(n b) and its compute t(b). False: every job at its trace batch (fixed).
+  bool adaptive_batch = false;
+  BatchOptions batch;
 };
 
 struct SimJobResult {
@@ -93,6 +101,8 @@ struct SimJobResult {
   double jct_s = 0;           // finish - arrival
   double fallback_bytes = 0;  // bytes sent to the PS unaggregated because of memory
   double preemptions = 0;     // expected chunks of this job preempted (esa)
+  int batch_size = 0;         // per-worker batch at the finish (adaptive_batch), else the trace's
+  int batch_changes = 0;      // adaptive_batch: how often it changed
 };
 
 struct SwitchMemoryStats {

@@ -21,9 +21,10 @@ namespace {
 
 using core::Problem;
 
-constexpr const char* kColumns[] = {"name",       "arrival_s", "model", "gradient_bytes",
-                                    "compute_ms", "workers",   "hosts", "parameter_servers",
-                                    "iterations", "priority"};
+constexpr const char* kColumns[] = {"name",       "arrival_s", "model",      "gradient_bytes",
+                                    "compute_ms", "workers",   "hosts",      "parameter_servers",
+                                    "iterations", "priority",  "batch_size", "batch_sizes",
+                                    "noise_scale"};
 
 std::string JobPath(size_t i, absl::string_view field) {
   return absl::StrCat("jobs[", i, "]", field.empty() ? "" : ".", field);
@@ -67,6 +68,16 @@ void Finish(size_t i, const std::string& where, TraceJob* job, std::vector<Probl
   }
   if (job->workers < 1) report("workers", "must be >= 1 (or list hosts)");
   if (job->iterations < 1) report("iterations", "must be >= 1");
+  if (job->batch_size < 0 || job->batch_size > (1 << 20)) {
+    report("batch_size", "must be in [0, 2^20] (0: no batch-size adjustment)");
+  }
+  for (int b : job->batch_sizes) {
+    if (b < 1 || b > (1 << 20)) report("batch_sizes", "every batch size must be in [1, 2^20]");
+  }
+  if (!job->batch_sizes.empty() && job->batch_size == 0) {
+    report("batch_size", "required with batch_sizes");
+  }
+  if (!std::isfinite(job->noise_scale)) report("noise_scale", "must be finite");
   if (job->name.empty()) job->name = absl::StrFormat("job-%04d", i + 1);
 }
 
@@ -94,6 +105,16 @@ bool ParseCsvField(absl::string_view column, absl::string_view value, TraceJob* 
     return absl::SimpleAtoi(value, &job->iterations);
   } else if (column == "priority") {
     return absl::SimpleAtoi(value, &job->priority);
+  } else if (column == "batch_size") {
+    return absl::SimpleAtoi(value, &job->batch_size);
+  } else if (column == "noise_scale") {
+    return absl::SimpleAtod(value, &job->noise_scale);
+  } else if (column == "batch_sizes") {
+    for (const std::string& part : SplitHosts(value)) {
+      int b = 0;
+      if (!absl::SimpleAtoi(part, &b)) return false;
+      job->batch_sizes.push_back(b);
+    }
   }
   return true;
 }
@@ -211,11 +232,30 @@ std::optional<std::vector<TraceJob>> ParseJson(absl::string_view text,
         } else {
           (key == "gradient_bytes" ? job.gradient_bytes : job.iterations) = value.get<int64_t>();
         }
-      } else if (key == "workers" || key == "priority") {
+      } else if (key == "workers" || key == "priority" || key == "batch_size") {
         if (!value.is_number_integer()) {
           wrong("an integer");
         } else {
-          (key == "workers" ? job.workers : job.priority) = value.get<int>();
+          (key == "workers" ? job.workers : (key == "priority" ? job.priority : job.batch_size)) =
+              value.get<int>();
+        }
+      } else if (key == "noise_scale") {
+        if (!value.is_number()) {
+          wrong("a number");
+        } else {
+          job.noise_scale = value.get<double>();
+        }
+      } else if (key == "batch_sizes") {
+        if (!value.is_array()) {
+          wrong("an array of integers");
+        } else {
+          for (const json& b : value) {
+            if (!b.is_number_integer()) {
+              wrong("an array of integers");
+              break;
+            }
+            job.batch_sizes.push_back(b.get<int>());
+          }
         }
       } else if (key == "hosts") {
         hosts(&job.hosts);
@@ -250,7 +290,9 @@ std::string TraceToCsv(const std::vector<TraceJob>& jobs) {
     absl::StrAppend(&out, j.name, ",", absl::StrFormat("%.17g", j.arrival_s), ",", j.model, ",",
                     j.gradient_bytes, ",", absl::StrFormat("%.17g", j.compute_ms), ",", j.workers,
                     ",", absl::StrJoin(j.hosts, ";"), ",", absl::StrJoin(j.parameter_servers, ";"),
-                    ",", j.iterations, ",", j.priority, "\n");
+                    ",", j.iterations, ",", j.priority, ",", j.batch_size, ",",
+                    absl::StrJoin(j.batch_sizes, ";"), ",", absl::StrFormat("%.17g", j.noise_scale),
+                    "\n");
   }
   return out;
 }

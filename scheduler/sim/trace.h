@@ -27,8 +27,15 @@ struct TraceJob {
   int workers = 0;                 // worker count, placed by the simulator's rule
   std::vector<std::string> hosts;  // explicit worker hosts (then workers = size)
   std::vector<std::string> parameter_servers;  // explicit PS hosts; placed when empty
-  int64_t iterations = 0;
+  int64_t iterations = 0;                      // to the training target at batch_size
   int priority = 0;
+  // Batch-size adjustment (InGo, docs/batch-size.md): the per-worker batch the job was submitted
+  // with (0: none, nothing to choose), the allowed choices, and the gradient noise scale B_noise
+  // (global batch; < 0: the model's default, else the submitted global batch). The steps to the
+  // target follow S(B) = S_min (1 + B_noise / B) with S(submitted) = iterations.
+  int batch_size = 0;
+  std::vector<int> batch_sizes;
+  double noise_scale = -1;
 
   bool operator==(const TraceJob&) const = default;
 };
@@ -36,12 +43,12 @@ struct TraceJob {
 // Parses a trace, detecting the format: JSON when the first non-blank character is '{' or '['
 // ({"jobs": [...]} or a bare array of job objects), CSV otherwise (a header row naming the
 // columns, any order: name, arrival_s, model, gradient_bytes, compute_ms, workers, hosts,
-// parameter_servers, iterations, priority; hosts and parameter_servers are ';'-separated host
-// ids; '#' starts a comment line). Model defaults are filled in. Every problem is appended to
-// `problems` (path "jobs[i].field", CSV messages name the line); nullopt if there was any.
-// Checks: arrival_s finite and >= 0, gradient_bytes > 0, compute_ms >= 0, workers >= 1 (or
-// hosts), iterations >= 1, known model, no unknown columns or fields. Hosts are not checked
-// against a topology here (the simulator does).
+// parameter_servers, iterations, priority, batch_size, batch_sizes, noise_scale; hosts,
+// parameter_servers and batch_sizes are ';'-separated; '#' starts a comment line). Model defaults
+// are filled in. Every problem is appended to `problems` (path "jobs[i].field", CSV messages name
+// the line); nullopt if there was any. Checks: arrival_s finite and >= 0, gradient_bytes > 0,
+// compute_ms >= 0, workers >= 1 (or hosts), iterations >= 1, known model, no unknown columns or
+// fields. Hosts are not checked against a topology here (the simulator does).
 std::optional<std::vector<TraceJob>> ParseTrace(std::string_view text,
                                                 std::vector<core::Problem>* problems);
 

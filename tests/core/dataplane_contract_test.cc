@@ -16,6 +16,8 @@
 // against BMv2; here every aggregation either completes or falls back entirely.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <random>
@@ -215,7 +217,14 @@ std::vector<std::string> RandomShortestPath(const Graph& g, int from, int to, st
 // A random plan: jobs of 2-6 workers and 1-2 PSs on distinct hosts; each worker's flow toward a
 // PS is aggregated at a random INA switch of a random shortest path (or at the PS), and some
 // shards are split into two aligned chunk ranges aggregated at different nodes.
-Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
+// With `max_ranges` > 2 a split shard is cut at up to max_ranges - 1 common random points of the
+// 1/1024 grid (at most MaxRangesPerShard of the job's PS count) and each worker's range goes to
+// its own random node, as grid-split's plans do.
+// With `chains` some aggregation switches send their stream to an INA switch further on their
+// path to the PS (its aggregator path ends there, as RoutedStream::via), which re-aggregates it:
+// two-level aggregation as ATP's.
+Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs, int max_ranges = 2,
+                bool chains = false) {
   Graph g(t);
   std::vector<std::string> hosts;
   for (const Host& h : t.hosts) hosts.push_back(h.id);
@@ -230,7 +239,18 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
     jp.generation = rng() % 6;  // tags carry it (core::AggregationTag)
     for (int p = 0; p < pss; ++p) jp.ps_shares[hosts[workers + p]] = 1.0 / pss;
     for (const auto& [ps, share] : jp.ps_shares) {
-      const bool split = rng() % 3 == 0;
+      const bool split = max_ranges > 2 ? rng() % 3 != 0 : rng() % 3 == 0;
+      // The shard's common cut points (many-range plans).
+      std::vector<double> cuts = {0, 1};
+      if (max_ranges > 2) {
+        const int limit = std::min(max_ranges, MaxRangesPerShard(pss));
+        std::set<int> points;
+        const int want = 1 + static_cast<int>(rng() % limit);
+        while (static_cast<int>(points.size()) + 1 < want) points.insert(1 + rng() % 1023);
+        cuts = {0};
+        for (int q : points) cuts.push_back(q / 1024.0);
+        cuts.push_back(1);
+      }
       for (int w = 0; w < workers; ++w) {
         const std::string& worker = hosts[w];
         std::vector<std::string> path = RandomShortestPath(g, g.index(worker), g.index(ps), rng);
@@ -242,7 +262,14 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
           if (ina.empty() || rng() % 4 == 0) return path.size() - 1;
           return ina[rng() % ina.size()];
         };
-        const int parts = split && rng() % 2 ? 2 : 1;
+        std::vector<double> fractions = {1.0};
+        if (split && max_ranges > 2) {
+          fractions.clear();
+          for (size_t k = 0; k + 1 < cuts.size(); ++k) fractions.push_back(cuts[k + 1] - cuts[k]);
+        } else if (split && rng() % 2) {
+          fractions = {0.5, 0.5};
+        }
+        const int parts = static_cast<int>(fractions.size());
         for (int part = 0; part < parts; ++part) {
           const size_t at = choose();
           FlowPlan f;
@@ -250,7 +277,7 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
           f.ps = ps;
           f.aggregation_node = path[at];
           f.path.assign(path.begin(), path.begin() + at + 1);
-          f.fraction = parts == 1 ? 1.0 : 0.5;
+          f.fraction = fractions[part];
           if (at + 1 < path.size() && rng() % 2) {
             bool have = false;
             for (const auto& ap : jp.aggregator_paths)
@@ -265,27 +292,60 @@ Plan RandomPlan(const Topology& t, std::mt19937& rng, int jobs) {
         }
       }
     }
+    if (chains) {
+      // Re-point some aggregator paths that reach their PS at an INA switch on the way.
+      const size_t n = jp.aggregator_paths.size();
+      for (size_t i = 0; i < n; ++i) {
+        AggregatorPlan& child = jp.aggregator_paths[i];
+        if (rng() % 2 || child.path.size() < 3 || child.path.back() != child.ps) continue;
+        bool is_parent = false;
+        for (const auto& ap : jp.aggregator_paths) is_parent |= ap.path.back() == child.switch_id;
+        if (is_parent) continue;
+        std::vector<size_t> ina;
+        for (size_t k = 1; k + 1 < child.path.size(); ++k) {
+          if (g.ina_capable(g.index(child.path[k]))) ina.push_back(k);
+        }
+        if (ina.empty()) continue;
+        const size_t k = ina[rng() % ina.size()];
+        const std::string parent = child.path[k];
+        const AggregatorPlan* own = nullptr;
+        for (const auto& ap : jp.aggregator_paths) {
+          if (ap.switch_id == parent && ap.ps == child.ps) own = &ap;
+        }
+        if (own != nullptr && own->path.back() != child.ps) continue;  // no deeper chains
+        std::vector<std::string> rest(child.path.begin() + k, child.path.end());
+        child.path.resize(k + 1);
+        if (own == nullptr) {
+          jp.aggregator_paths.push_back({parent, child.ps, rest});
+          jp.aggregators[parent] = 1 + rng() % 64;
+        }
+      }
+    }
     plan.jobs.push_back(std::move(jp));
   }
   return plan;
 }
 
 // The workers of each tag, computed independently of DeriveSwitchIntents: the ranges of a
-// (job, PS) are cut where any worker's flows are cut (here only at 0.5).
+// (job, PS) are cut where any worker's flows are cut (every worker covers every range).
 std::map<uint32_t, std::set<std::string>> WorkersByTag(const Plan& plan) {
   std::map<uint32_t, std::set<std::string>> out;
   for (const JobPlan& jp : plan.jobs) {
     int ps_index = 0;
+    const int pss = static_cast<int>(jp.ps_shares.size());
     for (const auto& [ps, share] : jp.ps_shares) {
-      bool split = false;
+      std::set<long> cuts;
+      std::map<std::string, double> at;
       std::set<std::string> workers;
       for (const FlowPlan& f : jp.flows) {
         if (f.ps != ps) continue;
-        split |= f.fraction < 1;
         workers.insert(f.worker);
+        at[f.worker] += f.fraction;
+        if (at[f.worker] < 1 - 1e-9) cuts.insert(std::lround(at[f.worker] * 1e9));
       }
-      for (int r = 0; r < (split ? 2 : 1); ++r)
-        out[AggregationTag(jp.job_id, ps_index, r, jp.generation)] = workers;
+      const int ranges = std::min<int>(static_cast<int>(cuts.size()) + 1, MaxRangesPerShard(pss));
+      for (int r = 0; r < ranges; ++r)
+        out[AggregationTag(jp.job_id, ps_index, r, jp.generation, pss)] = workers;
       ++ps_index;
     }
   }
@@ -295,9 +355,10 @@ std::map<uint32_t, std::set<std::string>> WorkersByTag(const Plan& plan) {
 std::string PsOfTag(const Plan& plan, uint32_t tag) {
   for (const JobPlan& jp : plan.jobs) {
     int ps_index = 0;
+    const int pss = static_cast<int>(jp.ps_shares.size());
     for (const auto& [ps, share] : jp.ps_shares) {
-      for (int r = 0; r < kMaxRangesPerShard; ++r) {
-        if (AggregationTag(jp.job_id, ps_index, r, jp.generation) == tag) return ps;
+      for (int r = 0; r < MaxRangesPerShard(pss); ++r) {
+        if (AggregationTag(jp.job_id, ps_index, r, jp.generation, pss) == tag) return ps;
       }
       ++ps_index;
     }
@@ -367,6 +428,53 @@ TEST(DataplaneContractTest, RandomPlansOnRandomFabrics) {
     CheckPlan(t, plan, absl::StrCat("round ", round));
     if (HasFailure()) return;
   }
+}
+
+// Split plans as grid-split makes them (issue 15, item 3): shards cut into up to 64 aligned
+// ranges (one PS; 32 with two), each its own tag, each worker's range at its own node.
+TEST(DataplaneContractTest, SplitPlansWithManyRanges) {
+  std::mt19937 rng(20261125);
+  for (int round = 0; round < 12; ++round) {
+    GeneratorOptions o;
+    o.ina = *ParseInaPlacement(round % 2 == 0 ? "all" : "random:0.5");
+    o.seed = 100 + round;
+    Topology t = round % 2 == 0 ? *GenerateLeafSpine(3, 2, 4, o) : *GenerateFatTree(4, o);
+    Plan plan = RandomPlan(t, rng, 1 + round % 2, /*max_ranges=*/64);
+    plan.memory_policy = round % 2 ? "esa" : "switchml";
+    size_t tags = 0;
+    for (const SwitchIntent& si : DeriveSwitchIntents(t, plan)) tags += si.jobs.size();
+    EXPECT_GT(tags, 0u);
+    CheckPlan(t, plan, absl::StrCat("split round ", round));
+    if (HasFailure()) return;
+  }
+}
+
+// Chains (two-level aggregation, issue 15 item 3): a switch's aggregate is an input of its parent
+// (an ina_worker entry for the child's address), its upstream route runs through the parent, and
+// every chunk still reaches the PS exactly once -- aggregated twice, or all of it falling back
+// (the child's FALLBACK packets routed on through the parent) -- and every result reaches every
+// worker once.
+TEST(DataplaneContractTest, ChainsOfAggregators) {
+  std::mt19937 rng(20261126);
+  int chained = 0;
+  for (int round = 0; round < 30; ++round) {
+    GeneratorOptions o;
+    o.ina = *ParseInaPlacement(round % 2 == 0 ? "all" : "random:0.7");
+    o.seed = 200 + round;
+    Topology t = round % 3 == 0 ? *GenerateLeafSpine(3, 2, 4, o) : *GenerateFatTree(4, o);
+    Plan plan = RandomPlan(t, rng, 1 + round % 3, /*max_ranges=*/round % 2 ? 16 : 2,
+                           /*chains=*/true);
+    plan.memory_policy = round % 2 ? "esa" : "switchml";
+    // Count the switches that are an input of another switch.
+    for (const SwitchIntent& si : DeriveSwitchIntents(t, plan)) {
+      std::set<uint32_t> switch_addresses;
+      for (const Switch& sw : t.switches) switch_addresses.insert(NodeAddress(t, sw.id));
+      for (const auto& in : si.inputs) chained += switch_addresses.count(in.source_address);
+    }
+    CheckPlan(t, plan, absl::StrCat("chain round ", round));
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(chained, 10) << "the generator must make chains";
 }
 
 }  // namespace

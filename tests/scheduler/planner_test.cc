@@ -37,7 +37,7 @@ TEST(PlannerTest, RoutesAssignsMemoryPlansRingsAndDerivesIntents) {
   auto out = ComputePlan(request);
   ASSERT_TRUE(out.ok()) << out.status();
   const core::Plan& plan = out->plan;
-  EXPECT_EQ(plan.algorithm, "grid");
+  EXPECT_EQ(plan.algorithm, "grid");  // the default (grid-split is opt-in, planner.h)
   EXPECT_EQ(plan.memory_policy, "esa");
   EXPECT_TRUE(plan.fingerprint.empty());  // the caller's
   ASSERT_EQ(plan.jobs.size(), 3u);
@@ -73,10 +73,12 @@ TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
   PlanRequest request;
   request.topology_version = 7;
   request.jobs = {PsJob(1, {"a", "b"}, "c"), PsJob(2, {"d"}, "e")};
+  request.options.algorithm = "grid";
   const std::string fp = PlanFingerprint(request);
   // A fixed value: SHA-256 of the canonical encoding, the same on every build and machine (it is
-  // stored with each plan and compared after a restart). Change it only with the format version.
-  EXPECT_EQ(fp, "b84e032b5c08e12ff618d64bc4ec2268676270fdc7618135e5c221fc410063ac");
+  // stored with each plan and compared after a restart). Change it only with the format version
+  // (v2: ring jobs planned as Rina, two-level ATP deployed).
+  EXPECT_EQ(fp, "3023b354bbe8551d0f265c1ddd62d5694d139058d0d8dd2f7cb66204efad0ec7");
   std::swap(request.jobs[0], request.jobs[1]);
   EXPECT_EQ(PlanFingerprint(request), fp) << "job order does not matter";
   request.options.rounds = 9;

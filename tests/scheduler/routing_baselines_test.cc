@@ -223,9 +223,10 @@ TEST(AtpTwoLevelTest, GridSettingAReachesTwelvePointFive) {
   }
 }
 
-// What deploys plans (the planner of the controller and `inac plan`) plans single-level: the data
-// plane's intents do not re-aggregate (core::DeriveSwitchIntents).
-TEST(AtpTwoLevelTest, ThePlannerDeploysSingleLevelAtp) {
+// What deploys plans (the planner of the controller and `inac plan`) plans two-level ATP since
+// the data plane's intents program chains (core::DeriveSwitchIntents, issue 15 item 3): the
+// ToRs' streams end at the PS's ToR, which takes each as one input.
+TEST(AtpTwoLevelTest, ThePlannerDeploysTwoLevelAtp) {
   PlanningInput in = ThreeRacks(100);
   PlanRequest request;
   request.topology = &in.topology;
@@ -237,12 +238,24 @@ TEST(AtpTwoLevelTest, ThePlannerDeploysSingleLevelAtp) {
   auto out = ComputePlan(request);
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->plan.jobs.size(), 1u);
+  std::set<std::string> parents;
   for (const core::AggregatorPlan& a : out->plan.jobs[0].aggregator_paths) {
-    EXPECT_EQ(a.path.back(), "PS") << a.switch_id;
+    if (a.path.back() != "PS") parents.insert(a.path.back());
   }
-  // At most single-level ATP's 10/3 (the memory caps of the allocation may lower it).
-  EXPECT_GT(out->plan.jobs[0].rate_gbps, 0);
-  EXPECT_LE(out->plan.jobs[0].rate_gbps, 10.0 / 3.0 + 1e-6);
+  EXPECT_FALSE(parents.empty()) << "two-level: some stream re-aggregated";
+  // The parent takes the child's aggregate as an input (an ina_worker entry for a switch).
+  int switch_inputs = 0;
+  for (const core::SwitchIntent& si : out->intents) {
+    for (const auto& input : si.inputs) {
+      for (const core::Switch& sw : in.topology.switches) {
+        switch_inputs += input.source_address == core::NodeAddress(in.topology, sw.id);
+      }
+    }
+  }
+  EXPECT_GT(switch_inputs, 0);
+  // Above single-level ATP's 10/3, at most two-level ATP's 5 (memory caps may lower it).
+  EXPECT_GT(out->plan.jobs[0].rate_gbps, 10.0 / 3.0 + 1e-6);
+  EXPECT_LE(out->plan.jobs[0].rate_gbps, 5.0 + 1e-6);
 }
 
 TEST(AtpTwoLevelTest, ReaggregationChainsMustReachThePs) {

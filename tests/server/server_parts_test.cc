@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/job_config.h"
 #include "server/metrics.h"
+#include "server/rest_json.h"
 #include "server/worker_pool.h"
 
 namespace inac::server {
@@ -128,6 +129,48 @@ TEST(JobConfigBuilderTest, AJobOutsideThePlanGetsItsOwnFieldsAndNoTags) {
   c = BuildJobConfig(job, &other, {}, nullptr);
   EXPECT_EQ(c.plan_version, 0);
   EXPECT_TRUE(c.tags.empty());
+}
+
+// A Rina plan (docs/formats.md "Ring jobs"): the INA rack of l0 (agent h1, rack worker h2) and the
+// plain members h3, h4. GET /jobs/{id}/config names each worker's role, ring neighbours with
+// addresses and the rack's tag (job 9 * 64 + rack 0, generation 1 in bits 30-31).
+TEST(JobConfigBuilderTest, RingJobGetsRolesNeighboursAndTheRackTag) {
+  core::Topology t;
+  for (const char* id : {"l0", "l1"}) t.switches.push_back(core::Switch{id, {}, {}});
+  for (const char* id : {"h1", "h2", "h3", "h4"}) t.hosts.push_back(core::Host{id, {}, {}});
+  core::Job job;
+  job.id = 9;
+  job.spec.workers = {"h1", "h2", "h3", "h4"};
+  job.spec.allreduce = core::AllReduce::kRing;
+  core::Plan plan;
+  plan.version = 3;
+  core::JobPlan jp;
+  jp.job_id = 9;
+  jp.generation = 1;
+  jp.ring = {"h1", "h3", "h4"};
+  jp.aggregator_paths = {{"l0", "h1", {"l0", "h1"}}};
+  jp.flows = {{"h2", "h1", "l0", {"h2", "l0"}, 1}, {"l0", "h3", "h3", {"l0", "l1", "h3"}, 1}};
+  plan.jobs.push_back(jp);
+  const JobConfig c = BuildJobConfig(job, &plan, {}, &t);
+  ASSERT_EQ(c.ring_roles.size(), 4u);
+  const core::Json j = rest::ConfigJson(c);
+  ASSERT_TRUE(j.contains("ring_roles")) << j.dump();
+  const core::Json& roles = j["ring_roles"];
+  EXPECT_EQ(roles[0]["role"], "agent");
+  EXPECT_EQ(roles[0]["prev"]["id"], "h4");
+  EXPECT_EQ(roles[0]["next"]["id"], "h3");
+  EXPECT_EQ(roles[0]["next"]["address"], core::FormatIpv4(core::NodeAddress(t, "h3")));
+  EXPECT_EQ(roles[0]["tor"], "l0");
+  EXPECT_EQ(roles[0]["rack_tag"], (1u << 30) + 9 * 64);
+  EXPECT_EQ(roles[1]["role"], "rack-worker");
+  EXPECT_EQ(roles[1]["agent"], "h1");
+  EXPECT_FALSE(roles[1].contains("next"));
+  EXPECT_EQ(roles[2]["role"], "member");
+  EXPECT_EQ(roles[2]["prev"]["id"], "h1");
+  EXPECT_EQ(roles[2]["next"]["id"], "h4");
+  EXPECT_FALSE(roles[2].contains("rack_tag"));
+  EXPECT_EQ(roles[3]["next"]["id"], "h1");
+  EXPECT_EQ(j["ring"], (std::vector<std::string>{"h1", "h3", "h4"}));
 }
 
 }  // namespace

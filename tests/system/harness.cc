@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/json.h"
@@ -487,6 +488,13 @@ absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
     if (view && jobs >= 0 && view->plan.jobs.size() != static_cast<size_t>(jobs)) {
       last = absl::StrCat("plan ", view->plan.version, " holds ", view->plan.jobs.size(),
                           " jobs, waiting for ", jobs);
+      view.reset();
+    }
+    // An admission plan is provisional: its background re-plan follows (docs/controller.md
+    // "Incremental planning"); converged means the refined plan is in force.
+    if (view && absl::StartsWith(view->plan.fingerprint, "admitted:")) {
+      last =
+          absl::StrCat("plan ", view->plan.version, " is an admission plan awaiting its re-plan");
       view.reset();
     }
     if (view) {

@@ -231,7 +231,8 @@ struct ControllerView {
 };
 std::optional<ControllerView> FetchView(Rest& rest);
 
-// Polls until the controller's current plan (GET /plan) holds `jobs` jobs (any number when
+// Polls until the controller's current plan (GET /plan) is final (not an admission plan awaiting
+// its background re-plan, fingerprint "admitted:..."), holds `jobs` jobs (any number when
 // negative) and is fully programmed: every managed switch reports applied_version == the plan's
 // version with no error, and every emulator read back equals DeriveSwitchIntents(topology, plan).
 // Returns the view it converged on, or DeadlineExceeded with the last difference.

@@ -1,0 +1,810 @@
+#include "scheduler/routing/grid_split.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "absl/container/inlined_vector.h"
+#include "core/plan.h"
+#include "scheduler/routing/baselines.h"
+#include "scheduler/routing/grid.h"
+#include "scheduler/routing/lp_routing.h"
+#include "scheduler/routing/routing_lp.h"
+
+namespace inac::scheduler {
+namespace {
+
+constexpr int kSplitSwitches = 32;           // cross-pod candidates per job
+constexpr int kDetourHops = 4;               // their detour budget
+constexpr int kSplitPaths = 4;               // diverse paths per cross-pod option (at most --paths)
+constexpr int64_t kMaxSplitColumns = 40000;  // LP budget: fewer cross-pod switches beyond it
+constexpr double kQuantum = 1.0 / 1024;      // cut points of the chunk ranges
+constexpr double kEps = 1e-12;
+
+std::vector<double> RatesOf(const Evaluation& ev) {
+  std::vector<double> r;
+  for (const JobEvaluation& j : ev.jobs) r.push_back(j.rate_gbps);
+  return r;
+}
+
+// Hops between two nodes (a single-homed host counts from its switch, plus one).
+int Hops(PathCache& paths, const core::Graph& g, int from, int to) {
+  int extra = 0;
+  if (g.is_host(from) && g.out_arcs(from).size() == 1) {
+    from = g.arc(g.out_arcs(from)[0]).to;
+    extra = 1;
+  }
+  if (from == to) return extra;
+  int d = paths.HopsFrom(from)[to];
+  return d < 0 ? -1 : d + extra;
+}
+
+// Up to k minimum-hop paths (then Yen's) chosen greedily for arc diversity: each next path is the
+// one with the most arcs no chosen path uses yet (ties: earlier).
+std::vector<Path> DiversePaths(PathCache& paths, int from, int to, int k) {
+  const std::vector<Path>& all = paths.GetSpread(from, to);
+  std::vector<Path> out;
+  std::set<int> used;
+  std::vector<char> taken(all.size(), 0);
+  while (static_cast<int>(out.size()) < k) {
+    int best = -1;
+    int best_new = -1;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (taken[i]) continue;
+      int fresh = 0;
+      for (int a : all[i].arcs) fresh += used.count(a) ? 0 : 1;
+      if (fresh > best_new) {
+        best_new = fresh;
+        best = static_cast<int>(i);
+      }
+    }
+    if (best < 0) break;
+    taken[best] = 1;
+    for (int a : all[best].arcs) used.insert(a);
+    out.push_back(all[best]);
+  }
+  return out;
+}
+
+void AddPathIfNew(std::vector<Path>* list, const Path& p) {
+  for (const Path& q : *list) {
+    if (q.arcs == p.arcs) return;
+  }
+  list->push_back(p);
+}
+
+// See the header, item 1.
+int64_t Columns(const JobCandidates& c) {
+  int64_t n = 1 + static_cast<int64_t>(c.ps.size());
+  for (const PairCandidates& p : c.pairs) {
+    for (const AggregationOption& o : p.options) n += static_cast<int64_t>(o.paths.size());
+  }
+  for (const auto& [key, list] : c.streams) n += static_cast<int64_t>(list.size());
+  return n;
+}
+
+void AddSplitCandidates(const Network& net, PathCache& paths, const std::vector<double>& residual,
+                        JobCandidates* c) {
+  const core::Graph& g = net.graph();
+  const int k = std::clamp(paths.k(), 1, kSplitPaths);
+  // Cross-pod switches per pair within the LP budget.
+  const int64_t room = kMaxSplitColumns - Columns(*c);
+  const int64_t per_pair =
+      c->pairs.empty() ? 0 : room / (static_cast<int64_t>(c->pairs.size()) * k);
+  const int switches = static_cast<int>(std::clamp<int64_t>(per_pair, 0, kSplitSwitches));
+  std::vector<std::pair<double, int>> spare;
+  for (int v = 0; v < g.num_switches(); ++v) {
+    if (!g.ina_capable(v)) continue;
+    double proc = residual[net.NodeResource(v)];
+    double in = 0;
+    for (int a : g.out_arcs(v)) in += std::max(0.0, residual[net.ArcResource(Network::Reverse(a))]);
+    double s = std::min(proc, in);
+    if (s > 0) spare.emplace_back(-s, v);
+  }
+  std::sort(spare.begin(), spare.end());
+  for (PairCandidates& pc : c->pairs) {
+    const int w = pc.worker;
+    const int s = c->ps[pc.ps_index];
+    const int direct = Hops(paths, g, w, s);
+    if (direct < 0) continue;
+    int added = 0;
+    for (const auto& [neg, a] : spare) {
+      if (added >= switches) break;
+      const int d1 = Hops(paths, g, w, a);
+      const int d2 = Hops(paths, g, s, a);
+      if (d1 < 0 || d2 < 0 || d1 + d2 > direct + kDetourHops) continue;
+      ++added;
+      std::vector<Path> to_a = DiversePaths(paths, w, a, k);
+      if (to_a.empty()) continue;
+      auto key = std::make_pair(a, s);
+      if (!c->streams.count(key)) {
+        std::vector<Path> to_s = DiversePaths(paths, a, s, k);
+        if (to_s.empty()) continue;
+        c->streams[key] = std::move(to_s);
+      }
+      AggregationOption* opt = nullptr;
+      for (AggregationOption& o : pc.options) {
+        if (o.agg == a) opt = &o;
+      }
+      if (opt == nullptr) {
+        pc.options.push_back(AggregationOption{a, {}});
+        opt = &pc.options.back();
+      }
+      for (const Path& p : to_a) AddPathIfNew(&opt->paths, p);
+    }
+  }
+}
+
+// Circle layout: the streams (y, switch), largest first, laid end to end on a circle of
+// circumference 1; their end points (on the 1/1024 grid; the smallest streams dropped until at
+// most `max_ranges` ranges) cut the shard, then the longest range is halved while the budget
+// allows (smaller units follow the LP's path splits better). cover[r]: the switches whose arc
+// holds range r.
+void CircleLayout(std::vector<std::pair<double, int>> streams, int max_ranges,
+                  std::vector<double>* cuts, std::vector<std::vector<int>>* cover) {
+  std::vector<std::pair<int, std::pair<double, double>>> arcs;  // switch, (begin, length)
+  while (true) {
+    arcs.clear();
+    std::set<int64_t> q = {0, 1024};
+    double pos = 0;
+    for (const auto& [neg, a] : streams) {
+      arcs.push_back({a, {pos, -neg}});
+      pos += -neg;
+      q.insert(std::llround(std::fmod(pos, 1.0) * 1024) % 1024);
+    }
+    if (static_cast<int>(q.size()) - 1 <= max_ranges || streams.empty()) {
+      cuts->clear();
+      for (int64_t v : q) cuts->push_back(static_cast<double>(v) * kQuantum);
+      break;
+    }
+    streams.pop_back();
+  }
+  while (static_cast<int>(cuts->size()) - 1 < max_ranges) {
+    int longest = -1;
+    for (size_t r = 0; r + 1 < cuts->size(); ++r) {
+      if (longest < 0 ||
+          (*cuts)[r + 1] - (*cuts)[r] > (*cuts)[longest + 1] - (*cuts)[longest] + 1e-12) {
+        longest = static_cast<int>(r);
+      }
+    }
+    const double len = (*cuts)[longest + 1] - (*cuts)[longest];
+    if (len < 2 * kQuantum - 1e-12) break;
+    const double mid = (*cuts)[longest] + std::floor(len / 2 / kQuantum + 0.5) * kQuantum;
+    cuts->insert(cuts->begin() + longest + 1, mid);
+  }
+  const int n = static_cast<int>(cuts->size()) - 1;
+  cover->assign(n, {});
+  for (int r = 0; r < n; ++r) {
+    const double mid = ((*cuts)[r] + (*cuts)[r + 1]) / 2;
+    for (const auto& [a, bl] : arcs) {
+      const double rel = std::fmod(mid - std::fmod(bl.first, 1.0) + 2.0, 1.0);
+      if (rel < bl.second || bl.second >= 1 - 1e-12) (*cover)[r].push_back(a);
+    }
+  }
+}
+
+// Strip layout: `max_ranges` equal ranges, each needing `workers` inputs. A switch whose LP
+// stream is y_a and inbound budget b_a (Σ_w f_{w,a}) serves on average n_a = min(64, b_a / y_a)
+// workers on each of its ranges; switches in decreasing n_a take round(y_a · ranges) (at least
+// one) of the ranges with the largest unserved count -- filling the strip [0, 1) × [0, workers]
+// with the LP's (width y_a, height n_a) rectangles, so each range can seat every worker within the
+// fan-in. A switch's ranges need not be adjacent (one tag each).
+void StripLayout(const std::vector<std::pair<double, int>>& streams,
+                 const std::map<int, double>& budget, int workers, int max_ranges,
+                 std::vector<double>* cuts, std::vector<std::vector<int>>* cover) {
+  const int n = std::max(1, max_ranges);
+  cuts->clear();
+  for (int r = 0; r <= n; ++r) {
+    cuts->push_back(static_cast<double>(std::llround(1024.0 * r / n)) * kQuantum);
+  }
+  cover->assign(n, {});
+  std::vector<std::tuple<double, double, int>> rects;  // (-n_a, y_a, switch)
+  for (const auto& [neg, a] : streams) {
+    auto it = budget.find(a);
+    const double b = it == budget.end() ? 0 : it->second;
+    const double height = std::min<double>(kMaxFanIn, b / -neg);
+    if (height > 1e-6) rects.emplace_back(-height, -neg, a);
+  }
+  std::sort(rects.begin(), rects.end());
+  std::vector<double> unserved(n, workers);
+  for (const auto& [neg_h, y, a] : rects) {
+    int take = std::clamp(static_cast<int>(std::llround(y * n)), 1, n);
+    std::vector<int> order(n);
+    for (int r = 0; r < n; ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int u, int v) { return unserved[u] > unserved[v] + 1e-9; });
+    for (int k = 0; k < take; ++k) {
+      (*cover)[order[k]].push_back(a);
+      unserved[order[k]] += neg_h;
+    }
+  }
+}
+
+class Delta {
+ public:
+  double& operator[](int r) {
+    for (auto& e : entries_) {
+      if (e.first == r) return e.second;
+    }
+    entries_.emplace_back(r, 0.0);
+    return entries_.back().second;
+  }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  absl::InlinedVector<std::pair<int, double>, 32> entries_;
+};
+
+// A split plan of one job under construction: per shard its ranges, per (pair, range) the
+// (option, path), per (switch, PS) its stream path; with the per-unit resource loads kept
+// incrementally for the path balancing and the local search.
+class SplitPlan {
+ public:
+  SplitPlan(const Network& net, const std::vector<double>& residual, const JobCandidates& c)
+      : net_(net), res_(residual), c_(c), unit_(net.num_resources(), 0.0) {
+    cuts_.resize(c.ps.size());
+    assign_.resize(c.pairs.size());
+  }
+
+  // Item 2 of the header: ranges from the LP's streams, then each worker's ranges.
+  // `strip`: the strip layout, else the circle layout (see the header).
+  void Realise(const RoutingLp::JobColumns& cols, const std::vector<double>& values, double lambda,
+               bool strip) {
+    const int max_ranges = core::MaxRangesPerShard(static_cast<int>(c_.ps.size()));
+    for (size_t si = 0; si < c_.ps.size(); ++si) {
+      const int s = c_.ps[si];
+      const double unit = c_.shares[si] * lambda;
+      std::vector<std::pair<double, int>> streams;  // (-y, switch)
+      if (unit > kEps) {
+        for (const auto& [key, ys] : cols.y) {
+          if (key.second != s) continue;
+          double y = 0;
+          for (int col : ys) y += std::max(0.0, values[col]);
+          y = std::min(1.0, y / unit);
+          if (y > 1e-3) streams.emplace_back(-y, key.first);
+        }
+      }
+      std::sort(streams.begin(), streams.end());
+      // What the LP sends into each switch (fractions of the shard, summed over workers): the
+      // realisation keeps each switch near it.
+      std::map<int, double> budget;
+      int shard_workers = 0;
+      for (size_t i = 0; i < c_.pairs.size(); ++i) {
+        const PairCandidates& pc = c_.pairs[i];
+        if (static_cast<size_t>(pc.ps_index) != si) continue;
+        ++shard_workers;
+        if (unit <= kEps) continue;
+        for (size_t o = 0; o < pc.options.size(); ++o) {
+          for (int col : cols.r[i][o]) {
+            budget[pc.options[o].agg] += std::max(0.0, values[col]) / unit;
+          }
+        }
+      }
+      std::vector<double> cuts;
+      std::vector<std::vector<int>> cover;
+      if (strip) {
+        StripLayout(streams, budget, shard_workers, max_ranges, &cuts, &cover);
+      } else {
+        CircleLayout(streams, max_ranges, &cuts, &cover);
+      }
+      std::set<int> in_layout;
+      for (const auto& list : cover) in_layout.insert(list.begin(), list.end());
+      cuts_[si] = cuts;
+      const int n_ranges = static_cast<int>(cuts.size()) - 1;
+      // Ranges in decreasing length.
+      std::vector<int> order(n_ranges);
+      for (int r = 0; r < n_ranges; ++r) order[r] = r;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return cuts[a + 1] - cuts[a] > cuts[b + 1] - cuts[b]; });
+      for (size_t i = 0; i < c_.pairs.size(); ++i) {
+        const PairCandidates& pc = c_.pairs[i];
+        if (static_cast<size_t>(pc.ps_index) != si) continue;
+        std::vector<double> rem(pc.options.size(), 0.0);
+        int ps_option = 0;
+        for (size_t o = 0; o < pc.options.size(); ++o) {
+          for (int col : cols.r[i][o]) rem[o] += std::max(0.0, values[col]);
+          rem[o] = unit > kEps ? rem[o] / unit : 0;
+          if (pc.options[o].agg == s) ps_option = static_cast<int>(o);
+        }
+        assign_[i].assign(n_ranges, {ps_option, BestLpPath(cols, values, i, ps_option)});
+        for (int r : order) {
+          const double len = cuts[r + 1] - cuts[r];
+          int best = -1;
+          bool best_fits = false;  // the switch's LP inbound budget still covers the range
+          for (int a : cover[r]) {
+            if (fan_in_[{a, s, r}] >= kMaxFanIn) continue;
+            const bool fits = budget[a] >= len * 0.5;
+            for (size_t o = 0; o < pc.options.size(); ++o) {
+              if (pc.options[o].agg != a) continue;
+              // Within the budget: the worker's own LP preference; all over it: the switch
+              // least over its budget.
+              const bool better = fits ? rem[o] > rem[best] + 1e-12
+                                       : budget[a] > budget[pc.options[best].agg] + 1e-12;
+              if (best < 0 || (fits && !best_fits) || (fits == best_fits && better)) {
+                best = static_cast<int>(o);
+                best_fits = fits;
+              }
+            }
+          }
+          // No covering switch with room among the worker's options: a switch that already
+          // aggregates the range, then one that aggregates the shard, then the PS.
+          for (int pass = 0; best < 0 && pass < 2; ++pass) {
+            for (size_t o = 0; o < pc.options.size(); ++o) {
+              const int a = pc.options[o].agg;
+              if (a == s) continue;
+              const int fan = fan_in_[{a, s, r}];
+              if (fan >= kMaxFanIn || (pass == 0 && fan == 0)) continue;
+              if (pass == 1 && !in_layout.count(a)) continue;
+              if (best < 0 || rem[o] > rem[best] + 1e-12) best = static_cast<int>(o);
+            }
+          }
+          if (best < 0) best = ps_option;
+          rem[best] -= len;
+          budget[pc.options[best].agg] -= len;
+          assign_[i][r] = {best, BestLpPath(cols, values, i, best)};
+          if (best != ps_option) fan_in_[{pc.options[best].agg, s, r}]++;
+        }
+      }
+    }
+    fan_in_.clear();
+    for (size_t i = 0; i < c_.pairs.size(); ++i) {
+      for (size_t r = 0; r < assign_[i].size(); ++r)
+        Apply(static_cast<int>(i), static_cast<int>(r), +1);
+    }
+  }
+
+  // Every flow, then every stream, on its balanced path: the one whose arcs' convex cost
+  // Σ utilisation^4 rises least (a smooth stand-in for the largest utilisation); four passes.
+  void BalancePaths() {
+    for (int pass = 0; pass < 4; ++pass) {
+      for (size_t i = 0; i < c_.pairs.size(); ++i) {
+        for (size_t r = 0; r < assign_[i].size(); ++r) {
+          const int ii = static_cast<int>(i);
+          const int rr = static_cast<int>(r);
+          const AggregationOption& opt = c_.pairs[i].options[assign_[i][r].first];
+          if (opt.paths.size() < 2) continue;
+          const double x = Amount(ii, rr);
+          if (x <= kEps) continue;
+          int old = assign_[i][r].second;
+          for (int a : opt.paths[old].arcs) Bump(net_.ArcResource(a), -x);
+          int best = old;
+          double best_score = kUnbounded;
+          for (size_t p = 0; p < opt.paths.size(); ++p) {
+            const double cost = PathCost(opt.paths[p], x);
+            if (cost < best_score * (1 - 1e-12)) {
+              best_score = cost;
+              best = static_cast<int>(p);
+            }
+          }
+          assign_[i][r].second = best;
+          for (int a : opt.paths[best].arcs) Bump(net_.ArcResource(a), x);
+        }
+      }
+      for (auto& [key, q] : stream_path_) {
+        const double x = StreamAmount(key);
+        if (x <= kEps) continue;
+        const std::vector<Path>& ps = c_.streams.at(key);
+        for (int a : ps[q].arcs) Bump(net_.ArcResource(a), -x);
+        int best = q;
+        double best_score = kUnbounded;
+        for (size_t p = 0; p < ps.size(); ++p) {
+          const double cost = PathCost(ps[p], x);
+          if (cost < best_score * (1 - 1e-12)) {
+            best_score = cost;
+            best = static_cast<int>(p);
+          }
+        }
+        q = best;
+        for (int a : ps[q].arcs) Bump(net_.ArcResource(a), x);
+      }
+    }
+  }
+
+  // Increase of Σ_e (load_e / residual_e)^4 over the path's arcs when `x` is added.
+  double PathCost(const Path& path, double x) const {
+    double cost = 0;
+    for (int a : path.arcs) {
+      const int r = net_.ArcResource(a);
+      const double before = Ratio(r, unit_[r]);
+      const double after = Ratio(r, unit_[r] + x);
+      if (std::isinf(after)) return kUnbounded;
+      cost += after * after * after * after - before * before * before * before;
+    }
+    return cost;
+  }
+
+  // Item 3 of the header. Returns the number of moves made.
+  int LocalSearch(int max_moves) {
+    int moves = 0;
+    while (moves < max_moves && Step()) ++moves;
+    return moves;
+  }
+
+  RoutedJob ToRoutedJob() const {
+    RoutedJob rj;
+    rj.job = c_.job;
+    rj.batch_size = net_.input().jobs[c_.job].spec.batch_size;
+    double total = 0;
+    for (double x : c_.shares) total += x > kEps ? x : 0;
+    for (size_t si = 0; si < c_.ps.size(); ++si) {
+      if (c_.shares[si] > kEps) rj.shares.emplace_back(c_.ps[si], c_.shares[si] / total);
+    }
+    for (size_t i = 0; i < c_.pairs.size(); ++i) {
+      const PairCandidates& pc = c_.pairs[i];
+      const int si = pc.ps_index;
+      if (c_.shares[si] <= kEps) continue;
+      const int s = c_.ps[si];
+      const std::vector<double>& cuts = cuts_[si];
+      size_t first = rj.flows.size();
+      for (size_t r = 0; r < assign_[i].size(); ++r) {
+        const auto [o, p] = assign_[i][r];
+        const double len = cuts[r + 1] - cuts[r];
+        const AggregationOption& opt = pc.options[o];
+        if (rj.flows.size() > first && r > 0 && assign_[i][r - 1] == assign_[i][r]) {
+          rj.flows.back().fraction += len;
+          continue;
+        }
+        rj.flows.push_back(RoutedFlow{pc.worker, s, opt.agg, len, opt.paths[p].arcs});
+      }
+      // Exact sum 1 despite the additions.
+      double sum = 0;
+      for (size_t f = first; f < rj.flows.size(); ++f) sum += rj.flows[f].fraction;
+      if (rj.flows.size() > first) rj.flows.back().fraction += 1 - sum;
+    }
+    for (const auto& [w, si] : c_.local) {
+      if (c_.shares[si] > kEps) rj.flows.push_back(RoutedFlow{w, c_.ps[si], c_.ps[si], 1.0, {}});
+    }
+    for (const auto& [key, q] : stream_path_) {
+      if (StreamAmount(key) <= kEps) continue;
+      rj.streams.push_back(RoutedStream{key.first, key.second, c_.streams.at(key)[q].arcs});
+    }
+    return rj;
+  }
+
+ private:
+  int BestLpPath(const RoutingLp::JobColumns& cols, const std::vector<double>& values, int i,
+                 int o) const {
+    int best = 0;
+    double v = -1;
+    for (size_t p = 0; p < cols.r[i][o].size(); ++p) {
+      if (values[cols.r[i][o][p]] > v + 1e-12) {
+        v = values[cols.r[i][o][p]];
+        best = static_cast<int>(p);
+      }
+    }
+    return best;
+  }
+  double Length(int si, int r) const { return cuts_[si][r + 1] - cuts_[si][r]; }
+  double Amount(int i, int r) const {
+    const int si = c_.pairs[i].ps_index;
+    return c_.shares[si] * Length(si, r);
+  }
+  int PsIndexOf(int ps_node) const {
+    for (size_t si = 0; si < c_.ps.size(); ++si) {
+      if (c_.ps[si] == ps_node) return static_cast<int>(si);
+    }
+    return -1;
+  }
+  // The stream of (switch, PS node): Σ lengths of the ranges with at least one input, × share.
+  double StreamAmount(const std::pair<int, int>& key) const {
+    const int si = PsIndexOf(key.second);
+    if (si < 0) return 0;
+    double total = 0;
+    for (int r = 0; r + 1 < static_cast<int>(cuts_[si].size()); ++r) {
+      auto it = fan_in_.find({key.first, key.second, r});
+      if (it != fan_in_.end() && it->second > 0) total += Length(si, r);
+    }
+    return total * c_.shares[si];
+  }
+  double Ratio(int r, double u) const {
+    if (u <= 1e-15) return 0;
+    return res_[r] > 0 ? u / res_[r] : kUnbounded;
+  }
+  void Bump(int r, double x) {
+    if (unit_[r] == 0 && x > 0) touched_.push_back(r);
+    unit_[r] += x;
+    if (std::abs(unit_[r]) < 1e-12) unit_[r] = 0;
+  }
+  int StreamPath(const std::pair<int, int>& key) {
+    auto it = stream_path_.find(key);
+    if (it == stream_path_.end()) it = stream_path_.emplace(key, 0).first;
+    return it->second;
+  }
+  // The load change of putting (pair i, range r) on (o, p) with `sign`, into `d`; `fan` is the
+  // count of inputs that (switch, PS, range) would have before the change.
+  void FlowDelta(int i, int r, int o, int p, int sign, Delta* d) {
+    const PairCandidates& pc = c_.pairs[i];
+    const AggregationOption& opt = pc.options[o];
+    const double x = sign * Amount(i, r);
+    for (int a : opt.paths[p].arcs) (*d)[net_.ArcResource(a)] += x;
+    const int s = c_.ps[pc.ps_index];
+    if (opt.agg == s) {
+      if (!opt.paths[p].arcs.empty()) (*d)[net_.NodeResource(s)] += x;
+      return;
+    }
+    (*d)[net_.NodeResource(opt.agg)] += x;
+    const int before = FanIn(opt.agg, s, r);
+    if ((sign > 0 && before == 0) || (sign < 0 && before == 1)) {
+      for (int a : c_.streams.at({opt.agg, s})[StreamPath({opt.agg, s})].arcs) {
+        (*d)[net_.ArcResource(a)] += x;
+      }
+      (*d)[net_.NodeResource(s)] += x;
+    }
+  }
+  int FanIn(int agg, int s, int r) const {
+    auto it = fan_in_.find({agg, s, r});
+    return it == fan_in_.end() ? 0 : it->second;
+  }
+  void Apply(int i, int r, int sign) {
+    if (c_.shares[c_.pairs[i].ps_index] <= kEps) return;
+    const auto [o, p] = assign_[i][r];
+    Delta d;
+    FlowDelta(i, r, o, p, sign, &d);
+    for (const auto& [res, v] : d) Bump(res, v);
+    const AggregationOption& opt = c_.pairs[i].options[o];
+    const int s = c_.ps[c_.pairs[i].ps_index];
+    if (opt.agg != s) {
+      StreamPath({opt.agg, s});
+      fan_in_[{opt.agg, s, r}] += sign;
+    }
+  }
+
+  bool Improves(const Delta& d, const std::vector<char>& in_b, double limit, double* score) const {
+    bool relieves = false;
+    *score = 0;
+    for (const auto& [r, v] : d) {
+      if (std::abs(v) < 1e-12) continue;
+      double after = Ratio(r, unit_[r] + v);
+      if (v > 0) {
+        if (after >= limit) return false;
+        *score = std::max(*score, after);
+      } else if (in_b[r] && after < limit) {
+        relieves = true;
+      }
+    }
+    return relieves;
+  }
+
+  bool Step() {
+    double top = 0;
+    for (int r : touched_) top = std::max(top, Ratio(r, unit_[r]));
+    if (top <= 0 || std::isinf(top)) return false;
+    const double limit = top * (1 - 1e-9);
+    std::vector<char> in_b(unit_.size(), 0);
+    for (int r : touched_) {
+      if (Ratio(r, unit_[r]) >= limit) in_b[r] = 1;
+    }
+    // Streams on another path.
+    for (auto& [key, q] : stream_path_) {
+      const double x = StreamAmount(key);
+      if (x <= kEps) continue;
+      const std::vector<Path>& ps = c_.streams.at(key);
+      bool touches = false;
+      for (int a : ps[q].arcs) touches |= in_b[net_.ArcResource(a)] != 0;
+      if (!touches) continue;
+      int best = -1;
+      double best_score = limit;
+      for (size_t q2 = 0; q2 < ps.size(); ++q2) {
+        if (static_cast<int>(q2) == q) continue;
+        Delta d;
+        for (int a : ps[q].arcs) d[net_.ArcResource(a)] -= x;
+        for (int a : ps[q2].arcs) d[net_.ArcResource(a)] += x;
+        double score;
+        if (Improves(d, in_b, limit, &score) && score < best_score) {
+          best = static_cast<int>(q2);
+          best_score = score;
+        }
+      }
+      if (best >= 0) {
+        for (int a : ps[q].arcs) Bump(net_.ArcResource(a), -x);
+        for (int a : ps[best].arcs) Bump(net_.ArcResource(a), x);
+        q = best;
+        return true;
+      }
+    }
+    // Single (worker, range) flows to another node or path.
+    for (size_t i = 0; i < c_.pairs.size(); ++i) {
+      const PairCandidates& pc = c_.pairs[i];
+      const int s = c_.ps[pc.ps_index];
+      if (c_.shares[pc.ps_index] <= kEps) continue;
+      for (size_t r = 0; r < assign_[i].size(); ++r) {
+        const int ii = static_cast<int>(i);
+        const int rr = static_cast<int>(r);
+        const auto [o, p] = assign_[i][r];
+        const AggregationOption& cur = pc.options[o];
+        bool touches =
+            cur.agg != s ? in_b[net_.NodeResource(cur.agg)] != 0 : in_b[net_.NodeResource(s)] != 0;
+        for (int a : cur.paths[p].arcs) touches |= in_b[net_.ArcResource(a)] != 0;
+        if (!touches && cur.agg != s && FanIn(cur.agg, s, rr) == 1) {
+          for (int a : c_.streams.at({cur.agg, s})[StreamPath({cur.agg, s})].arcs) {
+            touches |= in_b[net_.ArcResource(a)] != 0;
+          }
+          touches |= in_b[net_.NodeResource(s)] != 0;
+        }
+        if (!touches) continue;
+        Delta removal;
+        FlowDelta(ii, rr, o, p, -1, &removal);
+        int best_o = -1, best_p = -1;
+        double best_score = limit;
+        for (size_t o2 = 0; o2 < pc.options.size(); ++o2) {
+          const AggregationOption& opt = pc.options[o2];
+          if (opt.agg != s) {
+            const int fan = FanIn(opt.agg, s, rr) - (static_cast<int>(o2) == o ? 1 : 0);
+            if (fan >= kMaxFanIn) continue;
+            // Only switches already aggregating this shard (a new stream is rarely a gain).
+            if (fan == 0 && StreamAmount({opt.agg, s}) <= kEps) continue;
+          }
+          for (size_t p2 = 0; p2 < opt.paths.size(); ++p2) {
+            if (static_cast<int>(o2) == o && static_cast<int>(p2) == p) continue;
+            Delta d;
+            if (static_cast<int>(o2) == o) {
+              // Same node, another path: only the arcs change.
+              for (int a : opt.paths[p].arcs) d[net_.ArcResource(a)] -= Amount(ii, rr);
+              for (int a : opt.paths[p2].arcs) d[net_.ArcResource(a)] += Amount(ii, rr);
+            } else {
+              d = removal;
+              FlowDelta(ii, rr, static_cast<int>(o2), static_cast<int>(p2), +1, &d);
+            }
+            double score;
+            if (Improves(d, in_b, limit, &score) && score < best_score) {
+              best_o = static_cast<int>(o2);
+              best_p = static_cast<int>(p2);
+              best_score = score;
+            }
+          }
+        }
+        if (best_o >= 0) {
+          Apply(ii, rr, -1);
+          assign_[i][r] = {best_o, best_p};
+          Apply(ii, rr, +1);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  const Network& net_;
+  const std::vector<double>& res_;
+  const JobCandidates& c_;
+  std::vector<double> unit_;
+  std::vector<int> touched_;
+  std::vector<std::vector<double>> cuts_;                 // per PS index
+  std::vector<std::vector<std::pair<int, int>>> assign_;  // per pair, per range
+  std::map<std::tuple<int, int, int>, int> fan_in_;       // (switch, PS node, range) -> inputs
+  std::map<std::pair<int, int>, int> stream_path_;        // (switch, PS node) -> path
+};
+
+// The largest number of workers one switch aggregates for one PS (an upper bound on its inputs
+// per tag).
+int LargestFanIn(const RoutedJob& job) {
+  std::map<std::pair<int, int>, std::set<int>> inputs;
+  for (const RoutedFlow& f : job.flows) {
+    if (f.agg != f.ps) inputs[{f.agg, f.ps}].insert(f.worker);
+  }
+  size_t most = 0;
+  for (const auto& [key, workers] : inputs) most = std::max(most, workers.size());
+  return static_cast<int>(most);
+}
+
+int MoveBudget(const JobCandidates& c) { return 200 + 20 * static_cast<int>(c.pairs.size()); }
+
+struct SplitJob {
+  RoutedJob job;
+  std::optional<double> bound;
+  std::string bound_source;
+  std::string status;
+  std::string source;
+  int columns = 0;
+  int rows = 0;
+};
+
+// One job on `residual`: richer candidates, the LP, its realisation and the local search.
+// `extra` routes join the candidates. SplitJob::bound is the same candidates' LP alone on the
+// network (solved again when `residual` is not the network's own).
+absl::StatusOr<SplitJob> SplitOne(const Network& net, PathCache& cache,
+                                  const std::vector<double>& residual, int job,
+                                  const std::vector<const RoutedJob*>& extra, bool alone) {
+  const PlanningOptions& opt = net.input().options;
+  std::vector<int> ps = PsNodes(net, job);
+  JobCandidates c = BuildCandidates(
+      net, cache, job, ps, std::vector<double>(ps.size(), 1.0 / ps.size()), opt.extra_candidates);
+  for (const RoutedJob* routes : extra) AddPlanToCandidates(net, *routes, &c);
+  AddSplitCandidates(net, cache, residual, &c);
+  std::vector<JobCandidates> one{c};
+  RoutingLp lp = BuildRoutingLp(net, residual, one, /*free_shares=*/true, kMaxFanIn);
+  auto outcome = SolveRoutingLp(lp, one, true, opt.lp_time_limit_s);
+  if (!outcome.ok()) return outcome.status();
+  SplitJob out;
+  out.bound = outcome->bound;
+  out.bound_source = outcome->bound_source;
+  out.status = lp::SolveStatusName(outcome->solution.status);
+  out.columns = lp.program.num_columns();
+  out.rows = lp.program.num_rows();
+  if (!alone) {
+    RoutingLp lp_alone = BuildRoutingLp(net, net.residuals(), one, true, kMaxFanIn);
+    auto bound = SolveRoutingLp(lp_alone, one, true, opt.lp_time_limit_s);
+    if (!bound.ok()) return bound.status();
+    out.bound = bound->bound;
+    out.bound_source = bound->bound_source;
+  }
+  if (outcome->solution.values.empty() || outcome->lambda[0] <= 0) return out;
+  one[0].shares = outcome->shares[0];
+  // Both layouts, each balanced and searched; the better evaluated plan is kept.
+  double best_rate = -1;
+  for (bool strip : {true, false}) {
+    SplitPlan plan(net, residual, one[0]);
+    plan.Realise(lp.jobs[0], outcome->solution.values, outcome->lambda[0], strip);
+    plan.BalancePaths();
+    std::string source = "split";
+    if (opt.local_search && plan.LocalSearch(MoveBudget(one[0])) > 0) {
+      source = "split+local_search";
+    }
+    RoutedJob rj = plan.ToRoutedJob();
+    const double rate = SingleJobRate(ComputeUsage(net, rj), residual);
+    if (rate > best_rate * (1 + 1e-9)) {
+      best_rate = rate;
+      out.job = std::move(rj);
+      out.source = source;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RoutingResult> GridSplitRouting::Route(const Network& net) const {
+  auto grid = GridRouting().Route(net);
+  if (!grid.ok()) return grid.status();
+  const PlanningInput& input = net.input();
+  const int n = static_cast<int>(input.jobs.size());
+  if (n == 0) return grid;
+  PathCache cache(net.graph(), input.options.paths);
+  FlowEvaluator evaluator(net);
+  const std::vector<RoutedJob> atp = RouteAllAtp(net, cache);
+  RoutingResult split = *grid;
+  std::vector<RoutedJob> planned;
+  for (int j : PriorityOrder(input)) {
+    const std::vector<const RoutedJob*> extra = {&grid->jobs[j], &atp[j]};
+    std::vector<double> residual = evaluator.ResidualAfter(planned);
+    auto one = SplitOne(net, cache, residual, j, extra, /*alone=*/planned.empty());
+    if (!one.ok()) return grid;  // the split LP failed: grid's plan stands
+    JobDiagnostics& d = split.diagnostics[j];
+    if (!one->source.empty()) {
+      split.jobs[j] = one->job;
+      d.source = one->source;
+      d.lp_status = one->status;
+      d.lp_columns = one->columns;
+      d.lp_rows = one->rows;
+      d.joint = false;
+    }
+    // The bound: the job's richer LP alone on the network.
+    split.lp_bound_gbps[j] = one->bound;
+    d.lp_bound_source = one->bound_source;
+    planned.push_back(split.jobs[j]);
+  }
+  std::vector<double> grid_rates = RatesOf(evaluator.Evaluate(grid->jobs));
+  std::vector<double> split_rates = RatesOf(evaluator.Evaluate(split.jobs));
+  bool grid_deploys = true;  // no switch above the data plane's fan-in
+  for (const RoutedJob& j : grid->jobs) grid_deploys &= LargestFanIn(j) <= kMaxFanIn;
+  bool split_complete = true;
+  for (int j = 0; j < n; ++j) split_complete &= split.diagnostics[j].source.rfind("split", 0) == 0;
+  if ((grid_deploys || !split_complete) && !BetterRates(split_rates, grid_rates)) {
+    // Grid's plan stays, with the richer LP's bound (grid's routes are among its candidates).
+    RoutingResult kept = *grid;
+    // (A grid plan above the fan-in is outside the fan-in-cut LP: it keeps grid's bound.)
+    for (int j = 0; j < n && grid_deploys; ++j) {
+      kept.lp_bound_gbps[j] = split.lp_bound_gbps[j];
+      kept.diagnostics[j].lp_bound_source = split.diagnostics[j].lp_bound_source;
+    }
+    return kept;
+  }
+  return split;
+}
+
+}  // namespace inac::scheduler
