@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/clock.h"
 #include "agent/job_config.h"
 #include "agent/packet.h"
 #include "agent/udp_socket.h"
@@ -13,12 +14,6 @@
 
 namespace inac::agent {
 namespace {
-
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "agent/clock.h"
 #include "agent/gradient.h"
 #include "agent/layout.h"
 #include "agent/packet.h"
@@ -15,12 +16,6 @@
 
 namespace inac::agent {
 namespace {
-
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // One tag this worker is a member of.
 struct TagRun {

@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "scheduler/routing/baselines.h"
 #include "scheduler/routing/grid.h"
+#include "scheduler/routing/load_delta.h"
 #include "scheduler/routing/lp_routing.h"
 #include "scheduler/routing/routing_lp.h"
 
@@ -224,21 +225,7 @@ void StripLayout(const std::vector<std::pair<double, int>>& streams,
   }
 }
 
-class Delta {
- public:
-  double& operator[](int r) {
-    for (auto& e : entries_) {
-      if (e.first == r) return e.second;
-    }
-    entries_.emplace_back(r, 0.0);
-    return entries_.back().second;
-  }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-
- private:
-  absl::InlinedVector<std::pair<int, double>, 32> entries_;
-};
+using Delta = LoadDelta;  // scheduler/routing/load_delta.h
 
 // A split plan of one job under construction: per shard its ranges, per (pair, range) the
 // (option, path), per (switch, PS) its stream path; with the per-unit resource loads kept

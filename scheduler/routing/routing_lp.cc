@@ -6,6 +6,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/routing/load_delta.h"
 #include "scheduler/routing/routing_algorithm.h"
 
 namespace inac::scheduler {
@@ -405,24 +406,7 @@ Choice RoundChoice(const JobCandidates& c, const RoutingLp::JobColumns& cols,
 
 namespace {
 
-// Load change per resource of one move: a few paths' worth of entries, so a flat vector with a
-// linear lookup (no allocation up to its inline size) instead of a tree. Iteration is in
-// insertion order; every use is order-independent (sums per resource, maxima).
-class Delta {
- public:
-  double& operator[](int r) {
-    for (auto& e : entries_) {
-      if (e.first == r) return e.second;
-    }
-    entries_.emplace_back(r, 0.0);
-    return entries_.back().second;
-  }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-
- private:
-  absl::InlinedVector<std::pair<int, double>, 32> entries_;
-};
+using Delta = LoadDelta;  // scheduler/routing/load_delta.h
 
 // Incremental state of one job's integral routing for the local search.
 class Searcher {
