@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "nlohmann/json.hpp"
 
 namespace inac::server {
 
@@ -71,6 +72,22 @@ std::vector<std::pair<core::JobId, std::string>> BatchRefit::NoteBatchChanges(
 std::map<core::JobId, int64_t> BatchRefit::ChangedMs() const {
   absl::MutexLock lock(&mu_);
   return changed_ms_;
+}
+
+void BatchRefit::Restore(const std::vector<core::Event>& events) {
+  absl::MutexLock lock(&mu_);
+  for (const core::Event& e : events) {
+    if (!e.job_id) continue;
+    if (e.kind == "job_batch_size") {
+      changed_ms_[*e.job_id] = e.time_ms;
+    } else if (e.kind == "noise_scale_refit") {
+      const auto data = nlohmann::json::parse(e.data_json, nullptr, /*allow_exceptions=*/false);
+      if (!data.is_object() || !data.contains("noise_scale")) continue;
+      const nlohmann::json& v = data["noise_scale"];
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) continue;
+      published_[*e.job_id] = v.get<double>();
+    }
+  }
 }
 
 }  // namespace inac::server

@@ -4,9 +4,14 @@
 // that a stream of reports does not re-plan at every one), and when each job's batch size last
 // changed (for the planner's hysteresis, scheduler::PlanRequest::batch_changed_ms).
 //
-// Not persisted: after a restart the refit starts again from the spec's noise scale (the batch
-// sizes in force are in the stored plan). Thread safety: every method takes the internal mutex;
-// REST threads call Add, the control loop the others.
+// Persistence: every published estimate is an event (kind "noise_scale_refit", data
+// {"noise_scale": x}) and every batch change a "job_batch_size" event; at start the controller
+// replays both from the event log (Restore), so a restart keeps the published noise scale and the
+// hysteresis clock. The estimator's smoothed moments are not kept: after a restart it starts again
+// and re-publishes only when it moves past the threshold from the restored value. Events the log
+// no longer holds (trimmed to the newest keep_events, or deleted with a finished job) are not
+// restored. Thread safety: every method
+// takes the internal mutex; REST threads call Add, the control loop the others.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/job.h"
 #include "core/plan.h"
+#include "core/ports.h"
 #include "scheduler/batch/noise_scale.h"
 
 namespace inac::server {
@@ -48,6 +54,10 @@ class BatchRefit {
                                                                     const core::Plan& plan,
                                                                     int64_t now_ms);
   std::map<core::JobId, int64_t> ChangedMs() const;
+
+  // Replays the event log (oldest first): "noise_scale_refit" events set the published estimate,
+  // "job_batch_size" events the change time. Other kinds and malformed data are skipped.
+  void Restore(const std::vector<core::Event>& events);
 
  private:
   const double publish_threshold_;

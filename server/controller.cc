@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "core/status.h"
 #include "core/validation.h"
+#include "nlohmann/json.hpp"
 #include "scheduler/incremental.h"
 #include "scheduler/memory/memory_planner.h"
 #include "scheduler/routing/routing_algorithm.h"
@@ -47,7 +48,8 @@ Controller::Controller(core::Storage* storage, SwitchClientFactory factory, Cloc
              FleetOptionsOf(options_)),
       jobs_(storage, &events_, &fleet_, clock_, [this] { Wake(); }),
       topology_(storage, &events_, &fleet_, clock_, [this] { Wake(); }),
-      retention_(storage, &events_, &metrics_, clock_, options_.retention) {}
+      retention_(storage, &events_, &metrics_, clock_, options_.retention),
+      stats_(options_.stats) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -59,6 +61,7 @@ ApiServices Controller::services() {
   s.events = this;
   s.health = this;
   s.audit = this;
+  s.stats = &stats_;
   return s;
 }
 
@@ -89,6 +92,7 @@ absl::Status Controller::Start() {
     wake_ = true;
   }
   fleet_.SetElectionId(election);
+  RestoreBatchRefit();
   events_.Open();
   spdlog::info("event=controller_start algorithm={} memory_policy={} election_id={}",
                options_.algorithm, options_.memory_policy, election);
@@ -377,6 +381,7 @@ absl::StatusOr<bool> Controller::MaybeReplan(const core::Snapshot& snapshot,
   if (!version.ok()) return version.status();
   *plan_version = *version;
   metrics_.ObservePlan(solve_ms / 1000.0);  // admissions and full plans alike
+  stats_.CountReplan(now);
   spdlog::info("event=plan_saved version={} jobs={} solve_ms={:.1f} admitted={}", *version,
                plan->jobs.size(), solve_ms, provisional);
   {
@@ -494,6 +499,7 @@ absl::StatusOr<bool> Controller::RefineStep(const core::Snapshot& snapshot,
   if (!version.ok()) return version.status();
   *plan_version = *version;
   metrics_.ObservePlan(result->solve_ms / 1000.0);
+  stats_.CountReplan(now);
   spdlog::info("event=plan_refined version={} base={} jobs={} solve_ms={:.1f} kept={} moved={}",
                *version, admitted.version, plan.jobs.size(), result->solve_ms,
                result->output->kept_by_threshold.size(), result->output->moved_by_threshold.size());
@@ -658,6 +664,13 @@ void Controller::Pass() {
   const size_t states = visit.writes.size();
   fleet_.Persist(std::move(visit));
   storage_->events().Trim(options_.keep_events).IgnoreError();
+  // The dashboard's history: the plan in force (the one just saved when this pass re-planned).
+  if (snapshot->plan && snapshot->plan->plan.version == plan_version) {
+    stats_.Observe(clock_(), snapshot->topology->topology, &snapshot->plan->plan, snapshot->jobs);
+  } else if (auto latest = storage_->plans().Latest(); latest.ok()) {
+    stats_.Observe(clock_(), snapshot->topology->topology,
+                   latest->has_value() ? &(*latest)->plan : nullptr, snapshot->jobs);
+  }
   auto t5 = Steady::now();
   spdlog::debug(
       "event=pass plan_version={} replanned={} snapshot_ms={:.1f} plan_ms={:.1f} "
@@ -687,12 +700,16 @@ absl::Status Controller::Sync(int timeout_ms) {
 
 absl::StatusOr<core::CreateJobResult> Controller::SubmitJob(
     const core::JobSpec& spec, const std::optional<core::IdempotencyKey>& idempotency) {
-  return jobs_.SubmitJob(spec, idempotency);
+  auto result = jobs_.SubmitJob(spec, idempotency);
+  if (result.ok() && result->created) stats_.CountSubmission(clock_());
+  return result;
 }
 absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) { return jobs_.CancelJob(id); }
 absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t iterations_done,
                                                      std::optional<double> loss) {
-  return jobs_.ReportProgress(id, iterations_done, loss);
+  auto job = jobs_.ReportProgress(id, iterations_done, loss);
+  if (job.ok()) stats_.ObserveProgress(id, clock_(), job->iterations_done);
+  return job;
 }
 absl::Status Controller::ReportGradientStats(core::JobId id, double grad_sqr_local,
                                              double grad_sqr_global) {
@@ -708,11 +725,39 @@ absl::Status Controller::ReportGradientStats(core::JobId id, double grad_sqr_loc
   auto published = batch_refit_.Add(*job, batch, grad_sqr_local, grad_sqr_global);
   if (!published.ok()) return published.status();
   if (*published) {
-    spdlog::info("event=noise_scale_refit job={} noise_scale={:.1f}", id,
-                 batch_refit_.Published(id).value_or(0));
+    const double noise_scale = batch_refit_.Published(id).value_or(0);
+    spdlog::info("event=noise_scale_refit job={} noise_scale={:.1f}", id, noise_scale);
+    // Kept in the event log so a restart restores it (BatchRefit::Restore).
+    auto appended = storage_->events().Append(MakeEvent(
+        clock_(), "noise_scale_refit", id,
+        absl::StrCat("gradient noise scale refitted to ", absl::StrFormat("%.1f", noise_scale)),
+        nlohmann::json{{"noise_scale", noise_scale}}.dump()));
+    if (!appended.ok()) {
+      spdlog::warn("event=noise_scale_refit_not_stored job={} error=\"{}\"", id,
+                   std::string(appended.status().message()));
+    }
+    events_.Notify();
     Wake();
   }
   return absl::OkStatus();
+}
+void Controller::RestoreBatchRefit() {
+  for (const char* kind : {"noise_scale_refit", "job_batch_size"}) {
+    core::EventFilter filter;
+    filter.kind = kind;
+    filter.limit = 1000;
+    while (true) {
+      auto page = storage_->events().List(filter);
+      if (!page.ok()) {
+        spdlog::warn("event=batch_refit_restore_failed error=\"{}\"",
+                     std::string(page.status().message()));
+        return;
+      }
+      batch_refit_.Restore(*page);
+      if (static_cast<int64_t>(page->size()) < filter.limit) break;
+      filter.after_seq = page->back().seq;
+    }
+  }
 }
 absl::StatusOr<core::Job> Controller::GetJob(core::JobId id) { return jobs_.GetJob(id); }
 absl::StatusOr<core::JobPage> Controller::ListJobs(const core::JobFilter& filter) {

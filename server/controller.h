@@ -64,6 +64,7 @@
 #include "server/metrics.h"
 #include "server/retention_worker.h"
 #include "server/services.h"
+#include "server/stats_history.h"
 #include "server/switch_fleet.h"
 #include "server/topology_manager.h"
 
@@ -104,6 +105,8 @@ struct ControllerOptions {
   // Retention of finished jobs and audit entries (server/retention_worker.h): run at Start and
   // then every retention.period_ms on a thread of its own.
   RetentionOptions retention;
+  // The dashboard's history (server/stats_history.h): observed at the end of every loop pass.
+  StatsHistoryOptions stats;
 };
 
 class Controller : public JobService,
@@ -131,6 +134,10 @@ class Controller : public JobService,
   // shutting down exits without it (every acknowledged write is already committed; the plan in
   // progress is recomputed at the next start). true: stopped as by Stop().
   bool StopWithin(absl::Duration grace);
+
+  // Cluster mode (docs/ha.md): the P4Runtime election id the next Start uses -- the leader's
+  // etcd fencing token. Call before Start.
+  void SetElectionId(uint64_t election_id) { options_.election_id = election_id; }
 
   // Every service of this controller, for a northbound adapter.
   ApiServices services();
@@ -187,6 +194,8 @@ class Controller : public JobService,
 
  private:
   void Wake();
+  // Replays the stored noise-scale refits and batch changes into batch_refit_ (at Start).
+  void RestoreBatchRefit();
   void LoopMain();
   void Pass();
   // Whether Stop() was asked for (the loop's steps check it between them).
@@ -242,6 +251,7 @@ class Controller : public JobService,
   BatchRefit batch_refit_;  // InGo: noise-scale refit and batch-change times
   TopologyManager topology_;
   RetentionWorker retention_;
+  StatsHistory stats_;  // GET /stats/...: observed at each pass end, submissions and plans counted
 
   absl::Mutex mu_;  // the loop's state, shared with Sync, Stop and the health queries
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

@@ -150,7 +150,20 @@ void JobsResource::Register(RouteTable& routes) {
                                          grad_local ? "grad_sqr_local" : "grad_sqr_global"),
                             missing);
         }
-        auto job = c->ReportProgress(std::stoll(req.matches[1]), iterations, loss);
+        const core::JobId id = std::stoll(req.matches[1]);
+        if (grad_local) {
+          // The refit's precondition is checked before anything is recorded, so a 409 leaves
+          // the job's progress untouched.
+          auto before = c->GetJob(id);
+          if (!before.ok()) return SendStatus(res, before.status());
+          if (before->spec.workers.size() < 2) {
+            return SendStatus(res, absl::FailedPreconditionError(absl::StrCat(
+                                       "job ", id,
+                                       ": grad_sqr_local/grad_sqr_global need at least two "
+                                       "workers (local vs aggregated gradient)")));
+          }
+        }
+        auto job = c->ReportProgress(id, iterations, loss);
         if (!job.ok()) return SendStatus(res, job.status());
         if (grad_local) {
           absl::Status s = c->ReportGradientStats(job->id, *grad_local, *grad_global);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/batch_refit.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -74,6 +75,62 @@ TEST_F(IngoApiTest, ChoosesTheBatchRefitsTheNoiseScaleAndAnnouncesTheChange) {
     }
   }
   EXPECT_EQ(changes, 1) << server_->Get("/api/v1/events").body;
+
+  // The refit is an event, and a restart restores it: the job stays at 32 (from the spec's noise
+  // scale alone the planner would go back to 256) and no second batch change is announced.
+  Reply refits = server_->Get(absl::StrCat("/api/v1/events?job=", id, "&kind=noise_scale_refit"));
+  ASSERT_EQ(refits.status, 200) << refits;
+  ASSERT_EQ(refits.json["events"].size(), 1u) << refits;
+  EXPECT_NEAR(refits.json["events"][0]["data"]["noise_scale"].get<double>(), 10.0, 0.5) << refits;
+  ASSERT_TRUE(server_->Restart().ok());
+  ASSERT_TRUE(server_->Sync().ok());
+  ASSERT_TRUE(server_->Sync().ok());
+  EXPECT_EQ(ConfigBatch(id), 32);
+  events = server_->Get(absl::StrCat("/api/v1/events?job=", id, "&kind=job_batch_size"));
+  ASSERT_EQ(events.status, 200) << events;
+  EXPECT_EQ(events.json["events"].size(), 1u) << events;
+}
+
+TEST_F(IngoApiTest, ARefitOfAOneWorkerJobIs409AndRecordsNothing) {
+  Json spec = SmallLeafSpineJob("solo", "vision", 1000);
+  spec["workers"] = {"h0_0"};
+  const int64_t id = server_->Submit(spec);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(server_->Sync().ok());
+  ASSERT_TRUE(server_->Sync().ok());
+  Reply r =
+      Progress(id, {{"iterations_done", 7}, {"grad_sqr_local", 2.0}, {"grad_sqr_global", 1.0}});
+  EXPECT_EQ(r.status, 409) << r;
+  EXPECT_NE(r.body.find("at least two workers"), std::string::npos) << r;
+  Reply job = server_->Get(absl::StrCat("/api/v1/jobs/", id));
+  ASSERT_EQ(job.status, 200) << job;
+  EXPECT_EQ(job.json["iterations_done"], 0) << job;
+  r = Progress(id, {{"iterations_done", 7}});
+  EXPECT_EQ(r.status, 200) << r;
+}
+
+TEST(BatchRefitRestoreTest, ReplaysRefitsAndChangesAndSkipsMalformedData) {
+  BatchRefit refit;
+  auto event = [](int64_t seq, const char* kind, core::JobId job, const char* data) {
+    core::Event e;
+    e.seq = seq;
+    e.time_ms = 1000 * seq;
+    e.kind = kind;
+    e.job_id = job;
+    e.data_json = data;
+    return e;
+  };
+  refit.Restore({event(1, "noise_scale_refit", 7, R"({"noise_scale": 120.5})"),
+                 event(2, "noise_scale_refit", 7, R"({"noise_scale": 80})"),
+                 event(3, "noise_scale_refit", 8, R"({"noise_scale": "x"})"),
+                 event(4, "noise_scale_refit", 9, "not json"),
+                 event(5, "noise_scale_refit", 10, R"({"noise_scale": -3})"),
+                 event(6, "job_batch_size", 7, "{}"), event(7, "job_state", 11, "{}")});
+  EXPECT_EQ(refit.Published(7), 80.0);  // the newest wins
+  EXPECT_EQ(refit.Published(8), std::nullopt);
+  EXPECT_EQ(refit.Published(9), std::nullopt);
+  EXPECT_EQ(refit.Published(10), std::nullopt);
+  EXPECT_EQ(refit.ChangedMs(), (std::map<core::JobId, int64_t>{{7, 6000}}));
 }
 
 }  // namespace
