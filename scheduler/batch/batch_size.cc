@@ -211,14 +211,24 @@ bool Better(double a, double b) {
   return a < b - kRelImprovement * std::abs(b);
 }
 
-// Coordinate descent on the total objective from `start`.
+// Coordinate descent on the total objective from `start`: single-job moves until none improves,
+// then (when one sweep of them costs at most `pair_budget` evaluations) the best move of two jobs
+// at once, and single moves again after a pair move improved.
 BatchChoice Descend(const BatchProblem& problem, std::vector<int> batches, int max_passes,
-                    int64_t* evaluations) {
+                    int64_t pair_budget, int64_t* evaluations) {
   BatchChoice best = EvaluateBatches(problem, batches);
   ++*evaluations;
+  const size_t n = problem.jobs.size();
+  int64_t pair_sweep = 0;
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t k = j + 1; k < n; ++k) {
+      pair_sweep += static_cast<int64_t>(problem.jobs[j].model.choices.size() - 1) *
+                    static_cast<int64_t>(problem.jobs[k].model.choices.size() - 1);
+    }
+  }
   for (int pass = 0; pass < max_passes; ++pass) {
     bool moved = false;
-    for (size_t j = 0; j < problem.jobs.size(); ++j) {
+    for (size_t j = 0; j < n; ++j) {
       const int keep = batches[j];
       int best_b = keep;
       for (int b : problem.jobs[j].model.choices) {
@@ -234,7 +244,33 @@ BatchChoice Descend(const BatchProblem& problem, std::vector<int> batches, int m
       batches[j] = best_b;
       if (best_b != keep) moved = true;
     }
-    if (!moved) break;
+    if (moved) continue;
+    if (pair_sweep == 0 || pair_sweep > pair_budget) break;
+    // Stuck for single moves: the best simultaneous move of two jobs (both change).
+    std::vector<int> best_pair;
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t k = j + 1; k < n; ++k) {
+        const int keep_j = batches[j], keep_k = batches[k];
+        for (int bj : problem.jobs[j].model.choices) {
+          if (bj == keep_j) continue;
+          for (int bk : problem.jobs[k].model.choices) {
+            if (bk == keep_k) continue;
+            batches[j] = bj;
+            batches[k] = bk;
+            BatchChoice c = EvaluateBatches(problem, batches);
+            ++*evaluations;
+            if (Better(c.objective_ms, best.objective_ms)) {
+              best = std::move(c);
+              best_pair = batches;
+            }
+          }
+        }
+        batches[j] = keep_j;
+        batches[k] = keep_k;
+      }
+    }
+    if (best_pair.empty()) break;
+    batches = std::move(best_pair);
   }
   return best;
 }
@@ -307,9 +343,21 @@ BatchChoice ChooseBatchSizes(const BatchProblem& problem, const BatchOptions& op
   evaluations += independent.evaluations;
   std::vector<int> from_independent;
   for (const JobBatchOutcome& o : independent.jobs) from_independent.push_back(o.batch);
-  BatchChoice a = Descend(problem, Submitted(problem), options.max_passes, &evaluations);
-  BatchChoice b = Descend(problem, from_independent, options.max_passes, &evaluations);
-  BatchChoice best = Better(b.objective_ms, a.objective_ms) ? std::move(b) : std::move(a);
+  std::vector<int> submitted_start = Submitted(problem);
+  std::vector<int> smallest, largest;
+  for (const BatchJob& j : problem.jobs) {
+    smallest.push_back(j.model.choices.front());
+    largest.push_back(j.model.choices.back());
+  }
+  // Four starts, in this order (ties keep the earlier): submitted, independent, every job at
+  // its smallest and at its largest batch.
+  BatchChoice best;
+  bool first = true;
+  for (std::vector<int>* start : {&submitted_start, &from_independent, &smallest, &largest}) {
+    BatchChoice c = Descend(problem, *start, options.max_passes, options.pair_budget, &evaluations);
+    if (first || Better(c.objective_ms, best.objective_ms)) best = std::move(c);
+    first = false;
+  }
   best.method = "coordinate_descent";
   best.evaluations = evaluations;
   return best;

@@ -27,10 +27,12 @@
 //    BatchOptions::exhaustive_budget enumerates every combination: the result is the exact
 //    optimum of the model over the allowed batch sizes ("exhaustive").
 //  - Above the budget: coordinate descent ("coordinate_descent"). It starts from (a) every job at
-//    its submitted batch and (b) the independent choice (each job's best batch with the others at
-//    their submitted batch), and from each start repeatedly moves one job to the batch that
-//    minimises the *total* objective (the other jobs re-evaluated on the shared links), until no
-//    single move improves by more than a relative 1e-12. Provable: the objective never
+//    its submitted batch, (b) the independent choice (each job's best batch with the others at
+//    their submitted batch), (c) every job at its smallest and (d) at its largest batch, and from
+//    each start repeatedly moves one job to the batch that minimises the *total* objective (the
+//    other jobs re-evaluated on the shared links), until no single move improves by more than a
+//    relative 1e-12; then, when a sweep costs at most BatchOptions::pair_budget evaluations, the
+//    best move of two jobs at once, and single moves again. Provable: the objective never
 //    increases along a descent, so the result is never worse than fixed batch sizes or than the
 //    independent choice (both are starts); it stops after at most `max_passes` passes; when no
 //    two jobs share a resource the objective is separable and the descent is exact. Not
@@ -43,7 +45,7 @@
 //
 // Pure and deterministic (no clock, no randomness). Cost: one OnOffFairRates per evaluated
 // combination; exhaustive Π_j |choices_j| evaluations, coordinate descent at most
-// 2 · max_passes · Σ_j |choices_j| evaluations.
+// 4 · max_passes · (Σ_j |choices_j| + pair_budget) evaluations.
 #pragma once
 
 #include <cstdint>
@@ -155,7 +157,10 @@ BatchChoice EvaluateBatches(const BatchProblem& problem, const std::vector<int>&
 struct BatchOptions {
   int64_t exhaustive_budget = 4096;  // combinations enumerated exactly
   int max_passes = 50;               // coordinate-descent passes per start
-  bool force_descent = false;        // skip the exhaustive search (bench, tests)
+  // Pair moves (two jobs at once) when single moves are stuck, while one sweep of them costs at
+  // most this many evaluations (Σ_{j<k} (|choices_j| - 1)(|choices_k| - 1)); 0: never.
+  int64_t pair_budget = 20000;
+  bool force_descent = false;  // skip the exhaustive search (bench, tests)
 };
 
 // The joint choice (see the header comment). Deterministic; ties keep the smaller batch.
