@@ -212,10 +212,10 @@ bool Better(double a, double b) {
 }
 
 // Coordinate descent on the total objective from `start`: single-job moves until none improves,
-// then (when one sweep of them costs at most `pair_budget` evaluations) the best move of two jobs
-// at once, and single moves again after a pair move improved.
+// then (when one sweep of them costs at most `pair_budget` evaluations, at most `max_pair_sweeps`
+// times) the best move of two jobs at once, and single moves again after a pair move improved.
 BatchChoice Descend(const BatchProblem& problem, std::vector<int> batches, int max_passes,
-                    int64_t pair_budget, int64_t* evaluations) {
+                    int64_t pair_budget, int max_pair_sweeps, int64_t* evaluations) {
   BatchChoice best = EvaluateBatches(problem, batches);
   ++*evaluations;
   const size_t n = problem.jobs.size();
@@ -245,7 +245,7 @@ BatchChoice Descend(const BatchProblem& problem, std::vector<int> batches, int m
       if (best_b != keep) moved = true;
     }
     if (moved) continue;
-    if (pair_sweep == 0 || pair_sweep > pair_budget) break;
+    if (pair_sweep == 0 || pair_sweep > pair_budget || max_pair_sweeps-- <= 0) break;
     // Stuck for single moves: the best simultaneous move of two jobs (both change).
     std::vector<int> best_pair;
     for (size_t j = 0; j < n; ++j) {
@@ -354,7 +354,8 @@ BatchChoice ChooseBatchSizes(const BatchProblem& problem, const BatchOptions& op
   BatchChoice best;
   bool first = true;
   for (std::vector<int>* start : {&submitted_start, &from_independent, &smallest, &largest}) {
-    BatchChoice c = Descend(problem, *start, options.max_passes, options.pair_budget, &evaluations);
+    BatchChoice c = Descend(problem, *start, options.max_passes, options.pair_budget,
+                            options.max_pair_sweeps, &evaluations);
     if (first || Better(c.objective_ms, best.objective_ms)) best = std::move(c);
     first = false;
   }

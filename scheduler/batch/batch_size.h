@@ -45,7 +45,7 @@
 //
 // Pure and deterministic (no clock, no randomness). Cost: one OnOffFairRates per evaluated
 // combination; exhaustive Π_j |choices_j| evaluations, coordinate descent at most
-// 4 · max_passes · (Σ_j |choices_j| + pair_budget) evaluations.
+// 4 · (max_passes · Σ_j |choices_j| + max_pair_sweeps · pair_budget) evaluations.
 #pragma once
 
 #include <cstdint>
@@ -157,9 +157,11 @@ BatchChoice EvaluateBatches(const BatchProblem& problem, const std::vector<int>&
 struct BatchOptions {
   int64_t exhaustive_budget = 4096;  // combinations enumerated exactly
   int max_passes = 50;               // coordinate-descent passes per start
-  // Pair moves (two jobs at once) when single moves are stuck, while one sweep of them costs at
-  // most this many evaluations (Σ_{j<k} (|choices_j| - 1)(|choices_k| - 1)); 0: never.
-  int64_t pair_budget = 20000;
+  // Pair moves (two jobs at once) when single moves are stuck, at most max_pair_sweeps per start,
+  // when one sweep of them costs at most pair_budget evaluations
+  // (Σ_{j<k} (|choices_j| - 1)(|choices_k| - 1)); 0: never.
+  int64_t pair_budget = 2000;
+  int max_pair_sweeps = 3;
   bool force_descent = false;  // skip the exhaustive search (bench, tests)
 };
 
