@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,10 @@ namespace inac::agent {
 namespace {
 
 constexpr size_t kMaxLoggedViolations = 100;
+
+void SleepUs(int64_t us) {
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
 constexpr int64_t kMaxLingerFactor = 10;
 
 struct Accumulator {
@@ -105,7 +110,11 @@ class Ps {
       tag_index_[t.tag] = {tags_.size(), 0};
       tags_.push_back(std::move(p));
     }
-    for (PsTag& p : tags_) p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
+    for (PsTag& p : tags_) {
+      p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
+      // Deferred results go out a whole iteration at a time: keep two iterations.
+      if (options_.reduce) p.keep = std::max(p.keep, 2 * static_cast<size_t>(p.span.chunks));
+    }
     if (tags_.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(options_.ps, " is not the PS of any tag of job ", config_->job_id));
@@ -129,7 +138,7 @@ class Ps {
     int64_t last_packet = start;  // the last packet of this PS's tags
     int64_t done_at = -1;
     EmitDone(start);
-    while (true) {
+    while (status_.ok()) {
       if (options_.stop != nullptr && options_.stop->load()) break;
       const int64_t now = NowUs();
       if (options_.duration_ms > 0 && now - start >= options_.duration_ms * 1000) break;
@@ -161,7 +170,7 @@ class Ps {
     report_.complete = AllDone();
     report_.counters.send_errors = static_cast<int64_t>(socket_->send_errors());
     report_.counters.dropped_by_hook = static_cast<int64_t>(socket_->dropped());
-    return absl::OkStatus();
+    return status_;
   }
 
   const PsReport& report() const { return report_; }
@@ -416,12 +425,28 @@ class Ps {
     for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
     t.open.erase(chunk);
     t.complete[chunk] = true;
+    const int64_t it = static_cast<int64_t>(chunk) / t.span.chunks;
+    if (options_.reduce) {
+      // Rina's agent: the result waits for the iteration's reduction (ReduceReady).
+      const int64_t k = static_cast<int64_t>(chunk) - it * t.span.chunks;
+      std::vector<int32_t>& sums = pending_[it];
+      if (sums.empty()) sums.assign(static_cast<size_t>(options_.lanes), 0);
+      const int64_t b = t.span.ChunkBegin(k), e = t.span.ChunkEnd(k);
+      std::copy(r.lanes.begin(), r.lanes.begin() + (e - b), sums.begin() + b);
+      slot_of_[{static_cast<size_t>(&t - tags_.data()), chunk}] = r.slot;
+      SendAck(t, chunk, r.slot, -1);
+      CountDone(t, it, now);
+      return;
+    }
     PacketBytes bytes = EncodePacket(r);
     SendResult(t, bytes, -1);
     ++report_.counters.results_sent;
     t.kept[chunk] = bytes;
     while (t.kept.size() > t.keep) t.kept.erase(t.kept.begin());
-    const int64_t it = static_cast<int64_t>(chunk) / t.span.chunks;
+    CountDone(t, it, now);
+  }
+
+  void CountDone(PsTag& t, int64_t it, int64_t now) {
     if (++t.done_in_iteration[static_cast<size_t>(it)] == t.span.chunks) {
       while (t.iterations_done < options_.iterations &&
              t.done_in_iteration[static_cast<size_t>(t.iterations_done)] == t.span.chunks) {
@@ -431,12 +456,74 @@ class Ps {
     }
   }
 
+  // With `reduce`: runs the reduction of every iteration all tags have completed, in order, and
+  // sends its results. Not re-entered (a reduction's datagrams only complete later iterations).
+  void ReduceReady() {
+    if (!options_.reduce || reducing_ || !status_.ok()) return;
+    reducing_ = true;
+    while (next_emit_ < options_.iterations && status_.ok()) {
+      bool ready = true;
+      for (const PsTag& t : tags_) ready &= t.iterations_done > next_emit_;
+      if (!ready) break;
+      const int64_t it = next_emit_;
+      std::vector<int32_t>& sums = pending_[it];
+      if (sums.empty()) sums.assign(static_cast<size_t>(options_.lanes), 0);
+      bool sent = false;
+      auto send_results = [&] {
+        if (sent) return;
+        sent = true;
+        int sent_in_burst = 0;
+        for (size_t i = 0; i < tags_.size(); ++i) {
+          PsTag& t = tags_[i];
+          for (int64_t k = 0; k < t.span.chunks; ++k) {
+            InaPacket r;
+            r.tag = t.span.tag;
+            r.chunk = static_cast<uint32_t>(it * t.span.chunks + k);
+            r.slot = slot_of_[{i, r.chunk}];
+            slot_of_.erase({i, r.chunk});
+            r.flags = kFlagResult;
+            r.count = static_cast<uint8_t>(t.tag->members.size());
+            const int64_t b = t.span.ChunkBegin(k), e = t.span.ChunkEnd(k);
+            std::copy(sums.begin() + b, sums.begin() + e, r.lanes.begin());
+            PacketBytes bytes = EncodePacket(r);
+            if (options_.result_burst > 0 && sent_in_burst++ == options_.result_burst) {
+              // A software switch's egress queues hold a few dozen packets.
+              sent_in_burst = 1;
+              SleepUs(options_.result_gap_us);
+            }
+            SendResult(t, bytes, -1);
+            ++report_.counters.results_sent;
+            t.kept[r.chunk] = bytes;
+            while (t.kept.size() > t.keep) t.kept.erase(t.kept.begin());
+          }
+        }
+      };
+      auto on_datagram = [&](const Datagram& d) { (void)OnDatagram(d, NowUs()); };
+      status_ = options_.reduce(it, std::span<int32_t>(sums), *socket_, send_results, on_datagram);
+      if (!status_.ok()) break;
+      send_results();
+      pending_.erase(it);
+      EmitIteration(NowUs());
+    }
+    reducing_ = false;
+  }
+
   // Emits the iterations every tag has completed, in order.
   void EmitDone(int64_t now) {
+    if (options_.reduce) {
+      ReduceReady();
+      return;
+    }
     while (next_emit_ < options_.iterations) {
       for (const PsTag& t : tags_) {
         if (t.iterations_done <= next_emit_) return;
       }
+      EmitIteration(now);
+    }
+  }
+
+  void EmitIteration(int64_t now) {
+    {
       IterationProgress& p = progress_[static_cast<size_t>(next_emit_)];
       IterationStats s;
       s.iteration = next_emit_;
@@ -449,6 +536,18 @@ class Ps {
       if (options_.on_iteration) options_.on_iteration(s);
       ++next_emit_;
     }
+  }
+
+  // Rina's agent: `chunk` is summed (flags RESULT | AGGREGATE, no lanes), sent like a result.
+  void SendAck(const PsTag& t, uint32_t chunk, uint32_t slot, int only_member) {
+    InaPacket a;
+    a.tag = t.span.tag;
+    a.chunk = chunk;
+    a.slot = slot;
+    a.flags = kFlagResult | kFlagAggregate;
+    a.count = static_cast<uint8_t>(t.tag->members.size());
+    SendResult(t, EncodePacket(a), only_member);
+    ++report_.counters.acks_sent;
   }
 
   // `only_member` >= 0 (unicast mode): that member alone.
@@ -467,6 +566,13 @@ class Ps {
   void Resend(PsTag& t, uint32_t chunk, int raw_member) {
     auto kept = t.kept.find(chunk);
     if (kept == t.kept.end()) {
+      // Rina's agent: the result is not out yet (the iteration's reduction runs or waits): the
+      // acknowledgement again.
+      if (options_.reduce && static_cast<int64_t>(chunk) / t.span.chunks >= next_emit_) {
+        auto slot = slot_of_.find({static_cast<size_t>(&t - tags_.data()), chunk});
+        SendAck(t, chunk, slot != slot_of_.end() ? slot->second : 0, raw_member);
+        return;
+      }
       ++report_.counters.results_forgotten;
       return;
     }
@@ -487,6 +593,12 @@ class Ps {
   int64_t next_emit_ = 0;
   std::unique_ptr<UdpSocket> socket_;
   PsReport report_;
+  // With `reduce`: each iteration's sums until its reduction, and each chunk's slot (by tag
+  // index and chunk number) for its result.
+  std::map<int64_t, std::vector<int32_t>> pending_;
+  std::map<std::pair<size_t, uint32_t>, uint32_t> slot_of_;
+  bool reducing_ = false;
+  absl::Status status_;  // the first error of `reduce`
 };
 
 }  // namespace
@@ -524,6 +636,7 @@ nlohmann::json PsReportJson(const PsReport& r) {
                   {"results_sent", c.results_sent},
                   {"results_resent", c.results_resent},
                   {"results_forgotten", c.results_forgotten},
+                  {"acks_sent", c.acks_sent},
                   {"send_errors", c.send_errors},
                   {"dropped_by_test_hook", c.dropped_by_hook}};
   j["contributions"] = {{"total", c.contributions}, {"in_network", c.in_network}};

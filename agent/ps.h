@@ -36,6 +36,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,7 @@ struct PsCounters {
   int64_t results_sent = 0;
   int64_t results_resent = 0;
   int64_t results_forgotten = 0;  // RETRANSMIT of a complete chunk whose result is no longer kept
+  int64_t acks_sent = 0;          // with `reduce`: chunk acknowledgements (RESULT | AGGREGATE)
   int64_t contributions = 0;      // (member, chunk) pairs counted
   int64_t in_network = 0;         // ... that arrived in a packet carrying >= 2 members
   int64_t send_errors = 0;
@@ -91,6 +93,25 @@ struct PsOptions {
   std::function<void()> on_ready;
   std::function<void(const PsCounters&)> on_packet;
   const ConfigFeed* updates = nullptr;  // newer configurations of the job (re-plans)
+  // Rina's agent (docs/rina.md "Host roles"): when set, a completed chunk's result is not sent at
+  // once; an acknowledgement is (flags RESULT | AGGREGATE, the chunk's tag, chunk and slot, no
+  // lanes, to the same address as a result; again for a RETRANSMIT of the chunk until its result
+  // is out). When every chunk of iteration i of every tag is complete (iterations in order), the
+  // sums of the whole gradient (`lanes` int32 lanes, zero where no tag of this PS lies) are
+  // passed to reduce(i, sums, socket, send_results) on the data-plane thread, which may change
+  // them (the agent adds its own gradient and runs the ring on `socket`, the PS's socket) and
+  // calls send_results() once they are final: every chunk's RESULT then goes out from the sums
+  // (and is kept for retransmissions). If reduce returns without calling it, the results go out
+  // on return. While reduce runs, datagrams it hands to on_datagram(d) are read as the PS reads
+  // its own (a later iteration's chunks); an error from reduce ends the run with that status.
+  std::function<absl::Status(int64_t iteration, std::span<int32_t> sums, UdpSocket& socket,
+                             const std::function<void()>& send_results,
+                             const std::function<void(const Datagram&)>& on_datagram)>
+      reduce;
+  // With `reduce`: the results of an iteration leave in bursts of result_burst packets,
+  // result_gap_us apart (0: all at once), so a software switch's queues keep them.
+  int result_burst = 16;
+  int64_t result_gap_us = 4000;
 };
 
 struct PsReport {

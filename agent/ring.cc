@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -33,7 +34,10 @@ absl::StatusOr<RingReport> RingAllReduce(const RingMemberOptions& o, std::span<i
   const int64_t lanes = static_cast<int64_t>(data.size());
   report.lanes = lanes;
   report.steps = 2 * (n - 1);
-  if (n == 1) return report;
+  if (n == 1) {
+    if (o.on_finished) o.on_finished();
+    return report;
+  }
   auto seg_begin = [&](int s) { return static_cast<int64_t>(s) * lanes / n; };
   const int64_t max_seg = (lanes + n - 1) / n;
   const int64_t per_segment = std::max<int64_t>(1, (max_seg + kLanes - 1) / kLanes);
@@ -41,14 +45,18 @@ absl::StatusOr<RingReport> RingAllReduce(const RingMemberOptions& o, std::span<i
   if (o.first_chunk + per_segment * steps >= (int64_t{1} << 32)) {
     return absl::InvalidArgumentError("ring: gradient too large for the chunk space");
   }
-  SocketOptions so;
-  so.bind_address = o.bind_address;
-  so.port = o.port;
-  so.drop_percent = o.drop_percent;
-  so.drop_seed = o.drop_seed;
-  auto socket = UdpSocket::Open(so);
-  if (!socket.ok()) return socket.status();
-  UdpSocket& sock = **socket;
+  std::unique_ptr<UdpSocket> own;
+  if (o.socket == nullptr) {
+    SocketOptions so;
+    so.bind_address = o.bind_address;
+    so.port = o.port;
+    so.drop_percent = o.drop_percent;
+    so.drop_seed = o.drop_seed;
+    auto socket = UdpSocket::Open(so);
+    if (!socket.ok()) return socket.status();
+    own = std::move(*socket);
+  }
+  UdpSocket& sock = o.socket != nullptr ? *o.socket : *own;
 
   // Segment sent / received at global step t.
   auto sent_segment = [&](int t) {
@@ -68,6 +76,7 @@ absl::StatusOr<RingReport> RingAllReduce(const RingMemberOptions& o, std::span<i
   struct InFlight {
     InaPacket packet;
     int64_t sent_us = 0;
+    int64_t timeout_us = 0;  // doubled per copy, up to max_timeout_us
   };
   std::map<uint32_t, InFlight> unacked;
   int send_step = 0;    // the step whose packets are being sent
@@ -96,8 +105,14 @@ absl::StatusOr<RingReport> RingAllReduce(const RingMemberOptions& o, std::span<i
   for (;;) {
     const int64_t now = NowUs();
     const bool finished = send_step >= steps && unacked.empty() && done_steps >= steps;
-    if (finished && finish_us == 0) finish_us = now;
-    if (finished && now - last_rx_us > o.linger_ms * 1000) break;
+    if (finished && finish_us == 0) {
+      finish_us = now;
+      if (o.on_finished) o.on_finished();
+    }
+    // Lingering outlasts the previous member's longest retransmission timeout.
+    const int64_t linger_us =
+        o.linger_ms > 0 ? std::max(o.linger_ms * 1000, 2 * o.max_timeout_us) : 0;
+    if (finished && now - last_rx_us > linger_us) break;
     if (!finished && now - start_us > o.deadline_ms * 1000) {
       return absl::DeadlineExceededError(absl::StrCat("ring: rank ", o.rank, " stuck at step ",
                                                       send_step, " of ", steps, " (received ",
@@ -122,21 +137,25 @@ absl::StatusOr<RingReport> RingAllReduce(const RingMemberOptions& o, std::span<i
       for (int64_t i = begin; i < end; ++i) p.lanes[i - begin] = data[i];
       send(p);
       ++report.data_packets;
-      unacked[p.chunk] = InFlight{p, now};
+      unacked[p.chunk] = InFlight{p, now, o.timeout_us};
       ++send_packet;
     }
     // Retransmit what timed out.
     for (auto& [chunk, f] : unacked) {
-      if (now - f.sent_us < o.timeout_us) continue;
+      if (now - f.sent_us < f.timeout_us) continue;
       f.packet.flags = kFlagRetransmit;
       send(f.packet);
       f.sent_us = now;
+      f.timeout_us = std::min(2 * f.timeout_us, std::max(o.timeout_us, o.max_timeout_us));
       ++report.retransmissions;
     }
     if (!sock.Wait(1000)) continue;
     while (sock.TryReceive(&dg)) {
       auto p = DecodePacket(dg.payload());
-      if (!p.ok() || p->tag != o.tag) continue;
+      if (!p.ok() || p->tag != o.tag) {
+        if (o.on_other) o.on_other(dg);
+        continue;
+      }
       if (p->flags & kFlagAggregate) {
         if (dg.source == o.next_address) unacked.erase(p->chunk);
         continue;
@@ -203,10 +222,10 @@ absl::StatusOr<RingMemberOptions> RingMemberFor(const JobConfig& config,
     return absl::NotFoundError(
         absl::StrCat("worker \"", worker, "\" has no ring role in job ", config.job_id));
   }
-  if (role->role != "member") {
-    return absl::UnimplementedError(
-        absl::StrCat("worker \"", worker, "\" is the ", role->role, " of the INA rack behind ",
-                     role->tor, "; the rack aggregation of Rina is not built yet (docs/rina.md)"));
+  if (role->role != "member" && role->role != "agent") {
+    return absl::FailedPreconditionError(absl::StrCat("worker \"", worker, "\" is a ", role->role,
+                                                      " of the INA rack behind ", role->tor,
+                                                      ", not a ring member"));
   }
   RingMemberOptions o;
   o.members = static_cast<int>(config.ring.size());

@@ -13,17 +13,20 @@
 // (r - k - 1) mod n; at all-gather step k it sends (r + 1 - k) mod n and overwrites (r - k) mod n.
 // A member sends step t only after it received all of step t - 1; a received packet is applied
 // once (duplicates are acknowledged again, not applied twice). After the last step it lingers,
-// acknowledging retransmissions, until nothing arrived for linger_ms.
+// acknowledging retransmissions, until nothing arrived for linger_ms. A packet is resent after
+// timeout_us, each further copy waiting twice as long (up to max_timeout_us).
 // Sums wrap as int32 (two's complement), as the switches' lanes do.
 //
 // Not thread-safe: one call per thread, each with its own socket.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/udp_socket.h"
 
 namespace inac::agent {
 
@@ -39,12 +42,22 @@ struct RingMemberOptions {
   // packet below it is an old duplicate (acknowledged again), one past this all-reduce's chunks
   // belongs to the next (ignored, so its sender retransmits it later).
   uint32_t first_chunk = 0;
-  int window = 64;  // data packets in flight toward the next member, >= 1
-  int64_t timeout_us = 20000;
-  int64_t linger_ms = 200;
-  int64_t deadline_ms = 60000;  // DeadlineExceeded when the all-reduce takes longer
-  double drop_percent = 0;      // test hook of the socket (agent/udp_socket.h)
+  int window = 64;                   // data packets in flight toward the next member, >= 1
+  int64_t timeout_us = 20000;        // a packet's first retransmission timeout
+  int64_t max_timeout_us = 1000000;  // each copy doubles it up to this (no congestion collapse)
+  int64_t linger_ms = 200;           // > 0: at least 2 max_timeout_us (0: no lingering)
+  int64_t deadline_ms = 60000;       // DeadlineExceeded when the all-reduce takes longer
+  double drop_percent = 0;           // test hook of the socket (agent/udp_socket.h)
   uint64_t drop_seed = 0;
+  // Not owned: when set, the all-reduce runs on this socket (bound by the caller; bind_address,
+  // port and the drop fields are then ignored) instead of opening its own. Rina's agent shares
+  // its PS socket this way.
+  UdpSocket* socket = nullptr;
+  // Datagrams that are not of `tag` (another tag, or not INA) are handed here instead of being
+  // dropped (Rina's agent: the rack's chunks of the next iteration).
+  std::function<void(const Datagram&)> on_other;
+  // Called once when this member holds the final sums (before lingering).
+  std::function<void()> on_finished;
 };
 
 struct RingReport {
@@ -68,10 +81,10 @@ absl::StatusOr<RingReport> RingAllReduce(const RingMemberOptions& options, std::
 uint32_t RingChunksPerAllReduce(int64_t lanes, int members);
 
 // The ring member options of `worker` from its job's configuration (GET /jobs/{id}/config:
-// `ring`, `ring_roles`, `generation`): rank, members, neighbours, tag core::RingHopTag. NotFound
-// when the worker has no role, Unimplemented for the roles of an abstract INA rack (agent,
-// rack-worker: the rack aggregation is not built yet, docs/rina.md), InvalidArgument when the job
-// is not a ring job. Socket fields (bind address, port, drop) are left to the caller.
+// `ring`, `ring_roles`, `generation`): rank, members, neighbours, tag core::RingHopTag, for the
+// roles on the ring (member, agent). NotFound when the worker has no role, FailedPrecondition for
+// a rack-worker (not on the ring: it runs agent::RunWorker on RackConfigFor), InvalidArgument when
+// the job is not a ring job. Socket fields (bind address, port, drop) are left to the caller.
 struct JobConfig;
 absl::StatusOr<RingMemberOptions> RingMemberFor(const JobConfig& config, const std::string& worker);
 

@@ -34,6 +34,8 @@ struct TagRun {
   std::vector<int64_t> timeout_us;
   std::vector<int64_t> sent_us;  // first transmission
   std::vector<uint8_t> resent;   // sent again: its result is no RTT sample (Karn)
+  std::vector<uint8_t> acked;    // WorkerOptions::acknowledged_window: acknowledged, no result yet
+  bool results_seen = false;     // a result of this iteration arrived
 
   uint32_t Slot(uint32_t chunk) const {
     switch (slot_mode) {
@@ -152,6 +154,9 @@ class Worker {
                            : TagRun::SlotMode::kBeyond;
     }
     run->window = options_.window > 0 ? options_.window : (grant > 0 ? grant : kDefaultWindow);
+    if (options_.acknowledged_window && options_.window == 0) {
+      run->window = std::min(run->window, kDefaultWindow);
+    }
   }
 
   // Continues iteration `it` under `next` (a re-plan): see the contract in worker.h.
@@ -214,6 +219,8 @@ class Worker {
       r.timeout_us.assign(n, options_.timeout_ms * 1000);
       r.sent_us.assign(n, 0);
       r.resent.assign(n, 0);
+      r.acked.assign(n, 0);
+      r.results_seen = false;
       remaining += r.span.chunks;
     }
     timers_ = {};
@@ -331,17 +338,55 @@ class Worker {
     TagRun& r = runs_[found->second];
     const int64_t first = it * r.span.chunks;
     const int64_t k = static_cast<int64_t>(packet->chunk) - first;
+    if (options_.acknowledged_window && (packet->flags & kFlagAggregate) != 0) {
+      // Rina: the agent holds the chunk's sum; the result comes after the ring.
+      if (k < 0 || k >= r.span.chunks || r.done[static_cast<size_t>(k)] ||
+          r.acked[static_cast<size_t>(k)]) {
+        return false;
+      }
+      const size_t i = static_cast<size_t>(k);
+      r.acked[i] = 1;
+      ++report_.acknowledgements;
+      if (!r.resent[i]) SampleRtt(NowUs() - r.sent_us[i]);
+      // No retransmission until the result is overdue (the ring takes its time): then a copy
+      // asks the agent again.
+      r.timeout_us[i] = std::max(options_.max_timeout_ms, options_.give_up_ms / 4) * 1000;
+      r.deadline_us[i] = NowUs() + r.timeout_us[i];
+      timers_.push(Timer{r.deadline_us[i], found->second, k});
+      while (r.base < r.span.chunks &&
+             (r.done[static_cast<size_t>(r.base)] || r.acked[static_cast<size_t>(r.base)])) {
+        ++r.base;
+      }
+      return false;
+    }
     if (k < 0 || k >= r.span.chunks || r.done[static_cast<size_t>(k)]) {
       ++report_.duplicate_results;
       return false;
     }
+    if (options_.acknowledged_window && !r.results_seen) {
+      // Rina: the agent sends the iteration's results together; once the first one is here, an
+      // acknowledged chunk whose result does not follow soon was lost: ask again then.
+      r.results_seen = true;
+      const int64_t at = NowUs() + std::max<int64_t>(4 * rto_us_, 100000);
+      for (int64_t j = 0; j < r.span.chunks; ++j) {
+        const size_t i = static_cast<size_t>(j);
+        if (!r.acked[i] || r.done[i] || r.deadline_us[i] <= at) continue;
+        r.deadline_us[i] = at;
+        timers_.push(Timer{at, static_cast<size_t>(found->second), j});
+      }
+    }
     r.done[static_cast<size_t>(k)] = 1;
-    if (!r.resent[static_cast<size_t>(k)]) SampleRtt(NowUs() - r.sent_us[static_cast<size_t>(k)]);
+    if (!r.resent[static_cast<size_t>(k)] && !r.acked[static_cast<size_t>(k)]) {
+      SampleRtt(NowUs() - r.sent_us[static_cast<size_t>(k)]);
+    }
     --r.remaining;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     std::copy(packet->lanes.begin(), packet->lanes.begin() + (e - b), result_.begin() + b);
-    while (r.base < r.span.chunks && r.done[static_cast<size_t>(r.base)]) ++r.base;
+    while (r.base < r.span.chunks &&
+           (r.done[static_cast<size_t>(r.base)] || r.acked[static_cast<size_t>(r.base)])) {
+      ++r.base;
+    }
     return true;
   }
 
@@ -364,8 +409,12 @@ class Worker {
       if (r.span.lanes == 0) continue;
       want.assign(static_cast<size_t>(r.span.lanes), 0);
       part.resize(want.size());
-      for (const auto& m : r.tag->members) {
-        FillSynthetic(options_.seed, m.worker, it, r.span.first_lane, part);
+      std::vector<std::string> summed = options_.check_workers;
+      if (summed.empty()) {
+        for (const auto& m : r.tag->members) summed.push_back(m.worker);
+      }
+      for (const std::string& w : summed) {
+        FillSynthetic(options_.seed, w, it, r.span.first_lane, part);
         for (size_t i = 0; i < want.size(); ++i) {
           want[i] =
               static_cast<int32_t>(static_cast<uint32_t>(want[i]) + static_cast<uint32_t>(part[i]));
@@ -428,7 +477,8 @@ nlohmann::json WorkerReportJson(const WorkerReport& r) {
                   {"ignored", r.ignored},
                   {"send_errors", r.send_errors},
                   {"dropped_by_test_hook", r.dropped_by_hook},
-                  {"resent_on_new_tag", r.resent_on_new_tag}};
+                  {"resent_on_new_tag", r.resent_on_new_tag},
+                  {"acknowledgements", r.acknowledgements}};
   j["plans"] = r.plans;
   j["check"] = r.checked ? "ok" : "skipped";
   return j;

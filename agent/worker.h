@@ -72,6 +72,18 @@ struct WorkerOptions {
   std::function<void(const IterationStats&)> on_iteration;  // called after each iteration
   std::vector<int32_t>* result = nullptr;  // receives the last iteration's sums (0 elsewhere)
   const ConfigFeed* updates = nullptr;     // newer configurations of the job (re-plans)
+  // Rina's rack workers (docs/rina.md "Host roles"): their agent sends each chunk's result only
+  // after the ring, and acknowledges each chunk it has summed as soon as it has (a packet with
+  // flags RESULT | AGGREGATE, multicast by the ToR like a result, no lanes). An acknowledged
+  // chunk no longer holds the window (its aggregator is free: the ToR released it before the
+  // agent could sum the chunk) and is not retransmitted until its result is max(max_timeout_ms,
+  // give_up_ms / 4) overdue, or max(4 RTO, 100 ms) after the iteration's first result arrived
+  // (the copy then asks the agent for the result again). The window defaults to
+  // min(grant, kDefaultWindow).
+  bool acknowledged_window = false;
+  // `check` compares with the sum of these workers' synthetic gradients instead of the tag's
+  // members' (Rina: the ring's sum over every worker of the job).
+  std::vector<std::string> check_workers;
 };
 
 struct WorkerReport {
@@ -90,6 +102,7 @@ struct WorkerReport {
   int64_t dropped_by_hook = 0;
   std::vector<int64_t> plans;     // plan versions run under: the first, then each one adopted
   int64_t resent_on_new_tag = 0;  // chunks sent again because a re-plan changed their tag
+  int64_t acknowledgements = 0;   // WorkerOptions::acknowledged_window: chunks acknowledged
   bool checked = false;
 };
 

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
+
+#include "core/ring_intents.h"
 
 namespace inac::core {
 
@@ -166,6 +170,13 @@ class Deriver {
         }
         ++ps_index;
       }
+      // Ring all-reduce (Rina, docs/rina.md "Data plane"): each abstract rack is a PS tag whose PS
+      // is the rack's agent, aggregated at its ToR.
+      for (const RingRackPlan& rack : RingRacksOf(*jp)) {
+        if (rack.index >= kMaxRingRacks || rack.flows.empty()) continue;
+        work.push_back(TagWork{jp, rack.agent, RingRackTag(jp->job_id, rack.index, jp->generation),
+                               rack.flows});
+      }
     }
     std::sort(work.begin(), work.end(),
               [](const TagWork& a, const TagWork& b) { return BaseTag(a.tag) < BaseTag(b.tag); });
@@ -177,6 +188,7 @@ class Deriver {
       group_of_[w.tag] = group;
     }
     for (const TagWork& w : work) AddTag(w);
+    for (const JobPlan* jp : jobs) AddRingHops(*jp);
     AddHostPorts(plan);
     LayOutRegions();
 
@@ -212,10 +224,13 @@ class Deriver {
   }
 
   // Port on switch `u` toward neighbour `v`; 0 if they are not adjacent over an up link.
+  // Memoised: PortOf scans the topology's links (issue 15: a k=32 plan spent ~1 s here).
   uint32_t PortToward(int u, int v) {
+    auto [it, added] = port_cache_.emplace(std::make_pair(u, v), 0);
+    if (!added) return it->second;
     int arc = graph_.ArcBetween(u, v);
-    if (arc < 0) return 0;
-    return PortOf(topology_, graph_.name(u), graph_.arc(arc).link);
+    if (arc >= 0) it->second = PortOf(topology_, graph_.name(u), graph_.arc(arc).link);
+    return it->second;
   }
 
   // Node indices of `path`; empty when a node is unknown.
@@ -421,12 +436,59 @@ class Deriver {
     }
   }
 
+  // The ring hops of a ring job (RingHopTag): raw routes from each member to the next one, and
+  // upstream routes (the ring's acknowledgements, flag AGGREGATE) back along the reverse path.
+  // The path is the plan's first hop part between the members' ports (an abstract rack's ToR,
+  // extended to its agent), or a shortest path when the plan has none. No ina_job entry: nothing
+  // on a hop aggregates.
+  void AddRingHops(const JobPlan& jp) {
+    const int n = static_cast<int>(jp.ring.size());
+    if (n < 2) return;
+    std::map<std::string, std::string> tor_of;  // agent -> ToR
+    for (const RingRackPlan& rack : RingRacksOf(jp)) tor_of[rack.agent] = rack.tor;
+    auto port_of = [&](const std::string& member) {
+      auto it = tor_of.find(member);
+      return it != tor_of.end() ? it->second : member;
+    };
+    const uint32_t tag = RingHopTag(jp.job_id, jp.generation);
+    std::set<std::pair<int, int>> edges;  // unused: hops have no result tree
+    for (int i = 0; i < n; ++i) {
+      const std::string& from = jp.ring[i];
+      const std::string& to = jp.ring[(i + 1) % n];
+      const int from_node = graph_.index(from), to_node = graph_.index(to);
+      if (from_node < 0 || to_node < 0 || from_node == to_node) continue;
+      std::vector<int> path;
+      for (const FlowPlan& f : jp.flows) {
+        if (f.worker != port_of(from) || f.ps != to || f.aggregation_node != port_of(to) ||
+            f.path.empty() || f.path.front() != f.worker) {
+          continue;
+        }
+        std::vector<std::string> ids = f.path;
+        if (ids.front() != from) ids.insert(ids.begin(), from);
+        if (ids.back() != to) ids.push_back(to);
+        path = Indices(ids);
+        std::set<int> distinct(path.begin(), path.end());
+        if (distinct.size() != path.size()) path.clear();
+        for (size_t k = 0; k + 1 < path.size(); ++k) {
+          if (graph_.ArcBetween(path[k], path[k + 1]) < 0) path.clear();
+        }
+        break;
+      }
+      if (path.empty()) path = ShortestPath(from_node, to_node);
+      if (path.size() < 2) continue;
+      AddRoutes(tag, jp.job_id, RouteClass::kRaw, Address(from), Address(to), path, &edges);
+      std::vector<int> back(path.rbegin(), path.rend());
+      AddRoutes(tag, jp.job_id, RouteClass::kUpstream, Address(to), Address(from), back, &edges);
+    }
+  }
+
   // `ina_host` entries for the hosts of the plan's jobs, on the switch each attaches to.
   void AddHostPorts(const Plan& plan) {
     std::set<std::string> hosts;
     for (const JobPlan& jp : plan.jobs) {
       for (const FlowPlan& f : jp.flows) hosts.insert(f.worker);
       for (const auto& [ps, share] : jp.ps_shares) hosts.insert(ps);
+      for (const std::string& member : jp.ring) hosts.insert(member);
     }
     for (const std::string& id : hosts) {
       const int h = graph_.index(id);
@@ -480,6 +542,7 @@ class Deriver {
   bool no_preemption_ = false;
   std::vector<Builder> builders_;
   std::unordered_map<std::string, uint32_t> address_cache_;
+  std::map<std::pair<int, int>, uint32_t> port_cache_;  // (switch, neighbour) -> port
   std::map<uint32_t, uint32_t> group_of_;
   std::map<std::pair<int, JobId>, int64_t> job_aggregators_;
 };

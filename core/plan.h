@@ -267,6 +267,11 @@ inline constexpr uint32_t kMaxMulticastGroup = 32767;
 // switch in tag order: static pools of each tag's grant, or, with memory_policy "esa"/"atp", the
 // switch's whole pool (aggregators, at most 32768) shared by all its tags with each tag's window
 // placed as the static layout would place it ("atp": priorities 0, so nothing preempts).
+// Ring jobs (JobPlan::ring, core/ring_intents.h): each abstract rack (core::RingRacksOf) is a tag
+// as above whose PS is the rack's agent (RingRackTag; its workers' flows end at the ToR, its
+// AggregatorPlan leads to the agent, results are multicast from the ToR to the rack's workers),
+// and the ring hops get routes only (RingHopTag: raw member -> next member, upstream for the
+// acknowledgements back), with `ina_host` entries for every ring member.
 // Preconditions: the plan refers only to nodes of the topology (unknown nodes are skipped); at
 // most MaxRangesPerShard(PSs of the job) chunk ranges per (job, PS) (further ranges are not
 // derived). Result: one

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace inac::core {
 
@@ -14,22 +15,46 @@ uint32_t RingHopTag(JobId job_id, uint32_t generation) {
   return RingRackTag(job_id, kRingHopSlot, generation);
 }
 
+std::vector<RingRackPlan> RingRacksOf(const JobPlan& plan) {
+  std::vector<RingRackPlan> racks;
+  if (plan.ring.empty()) return racks;
+  std::map<std::string, size_t> rack_of_agent;
+  for (const AggregatorPlan& a : plan.aggregator_paths) {
+    if (rack_of_agent.count(a.ps)) continue;
+    rack_of_agent[a.ps] = racks.size();
+    RingRackPlan r;
+    r.index = static_cast<int>(racks.size());
+    r.tor = a.switch_id;
+    r.agent = a.ps;
+    racks.push_back(std::move(r));
+  }
+  std::set<std::string> tors, placed;
+  for (const RingRackPlan& r : racks) tors.insert(r.tor);
+  for (const FlowPlan& f : plan.flows) {
+    if (tors.count(f.worker)) continue;  // a ring hop leaving an abstract rack's ToR
+    auto rack = rack_of_agent.find(f.ps);
+    if (rack == rack_of_agent.end()) continue;
+    RingRackPlan& r = racks[rack->second];
+    if (r.tor != f.aggregation_node || f.path.size() != 2 || f.path[0] != f.worker ||
+        f.path[1] != r.tor || f.worker == r.agent || !placed.insert(f.worker).second) {
+      continue;
+    }
+    r.workers.push_back(f.worker);
+    r.flows.push_back(&f);
+  }
+  return racks;
+}
+
 std::vector<RingRole> RingRolesOf(const JobPlan& plan, const std::vector<std::string>& spec_workers,
                                   const Topology* topology) {
   std::vector<RingRole> out;
   if (plan.ring.empty()) return out;
   // Abstract racks: agent -> (ToR, rack index).
   std::map<std::string, std::pair<std::string, int>> rack_of_agent;
-  for (const AggregatorPlan& a : plan.aggregator_paths) {
-    if (rack_of_agent.count(a.ps)) continue;
-    const int index = static_cast<int>(rack_of_agent.size());
-    rack_of_agent[a.ps] = {a.switch_id, index};
-  }
   std::map<std::string, std::string> agent_of_worker;
-  for (const FlowPlan& f : plan.flows) {
-    auto rack = rack_of_agent.find(f.ps);
-    if (rack == rack_of_agent.end() || rack->second.first != f.aggregation_node) continue;
-    if (f.path.size() == 2 && f.path[0] == f.worker) agent_of_worker[f.worker] = f.ps;
+  for (const RingRackPlan& r : RingRacksOf(plan)) {
+    rack_of_agent[r.agent] = {r.tor, r.index};
+    for (const std::string& w : r.workers) agent_of_worker[w] = r.agent;
   }
   auto address = [&](const std::string& id) {
     return topology != nullptr ? NodeAddress(*topology, id) : 0u;

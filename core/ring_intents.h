@@ -6,10 +6,13 @@
 // an AggregatorPlan (ToR -> agent) marks each abstract rack; FlowPlans whose aggregation node is
 // that ToR and whose `ps` is its agent, over the path [worker, ToR], are the rack's workers.
 //
-// Tags of ring jobs (reserved; the switch entries that use them are not derived yet, see
-// docs/rina.md "Status"): the aggregation of the abstract rack at position r among the plan's
+// Tags of ring jobs: the aggregation of the abstract rack at position r among the plan's
 // AggregatorPlans is RingRackTag(job, r, generation) = (generation mod 4) * 2^30 + job * 64 + r,
 // r < kMaxRingRacks; the ring hops between members use RingHopTag(job, generation) = ... + 63.
+// core::DeriveSwitchIntents programs both (docs/rina.md, "Data plane"): the rack tag as a PS
+// tag whose PS is the rack's agent and whose workers are the rack's other workers, aggregated at
+// the ToR; the hop tag as routes only (raw: member -> next member; upstream, the ring's
+// acknowledgements: member -> previous member), no aggregation.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,21 @@ struct RingRole {
   std::string tor;        // the abstract rack's ToR, else empty
   uint32_t rack_tag = 0;  // RingRackTag of the rack, 0 for plain members
 };
+
+// One abstract INA rack of a ring job's plan: the AggregatorPlan at position `index` (ToR ->
+// agent) and the rack's other workers (FlowPlans worker -> ToR with ps = the agent, path
+// [worker, ToR]), in plan order.
+struct RingRackPlan {
+  int index = 0;
+  std::string tor;
+  std::string agent;
+  std::vector<std::string> workers;    // without the agent
+  std::vector<const FlowPlan*> flows;  // the workers' FlowPlans, pointers into the plan
+};
+
+// The abstract racks of `plan` in AggregatorPlan order (an agent named twice counts once). Empty
+// when `plan` holds no ring.
+std::vector<RingRackPlan> RingRacksOf(const JobPlan& plan);
 
 // One role per worker of `job` in `spec_workers` order (workers the plan does not place get role
 // "member" with no neighbours). `topology` may be null (addresses 0). Empty when `plan` holds no

@@ -137,6 +137,12 @@ void FinishPlan(const PlanRequest& request, const std::vector<const core::Job*>&
   for (core::JobPlan& jp : PlanRingJobs(*request.topology, ring_inputs, plan, ring_options)) {
     plan.jobs.push_back(std::move(jp));
   }
+  // The abstract racks' aggregators, from what the PS jobs left (docs/rina.md "Data plane").
+  if (!rings.empty()) {
+    if (auto mem = MemoryOptionsOf(o); mem.ok()) {
+      AssignRingAggregators(core::Graph(*request.topology), request.jobs, *mem, &plan);
+    }
+  }
   for (core::JobPlan& jp : plan.jobs) {
     if (jp.batch_size != 0) continue;
     for (const core::Job& job : request.jobs) {

@@ -15,7 +15,13 @@ PACKAGES=(
   libssl-dev
   clang-format
   curl
+  etcd-server etcd-client
+  chromium
 )
+# The dashboard's browser test (tests/browser, docs/dashboard.md) runs on Node.js with npm; the
+# machine's own Node.js (>= 20) is kept when present, Debian's otherwise.
+if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(npm); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -50,5 +56,16 @@ if [ -x "$peers/install-runtime-deps.sh" ]; then
     echo "install-deps: P4 peers ready ($peers/bin)"
   else
     echo "install-deps: run as root to install the P4 peers' runtime libraries ($peers)" >&2
+  fi
+fi
+
+# The browser test's one npm package (playwright-core, which drives Debian's chromium and
+# downloads no browser), pinned by tests/browser/package-lock.json.
+browser_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+if [ -f "$browser_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+  if (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    echo "install-deps: browser test packages ready ($browser_tests/node_modules)"
+  else
+    echo "install-deps: npm ci failed in $browser_tests; the browser test will skip" >&2
   fi
 fi

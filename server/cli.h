@@ -8,6 +8,8 @@ namespace inac::server {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+// `inac serve` in cluster mode: the leader lost its lease and stepped down (docs/ha.md).
+inline constexpr int kExitLostLeadership = 3;
 
 // Parses argv, runs the chosen verb, returns the process exit code.
 int Main(int argc, char** argv);

@@ -22,6 +22,7 @@
 #include "agent/packet.h"
 #include "agent/ps.h"
 #include "agent/report.h"
+#include "agent/rina_agent.h"
 #include "agent/ring.h"
 #include "agent/worker.h"
 #include "core/topology.h"
@@ -268,68 +269,103 @@ struct WorkerArgs : CommonArgs {
   bool check = false;
 };
 
-// Ring all-reduce jobs (docs/rina.md): a plain ring member runs agent::RingAllReduce with its
-// neighbours, --iterations times, on the synthetic gradient (or --input); --check verifies the
-// sum of every ring member's synthetic gradient. Agents and rack workers of INA racks: exit 1
-// (the rack aggregation is not built yet).
+// Ring all-reduce jobs (docs/rina.md "Host roles"): members and agents run
+// agent::RunRingMember (an agent also sums its rack as the PS of the rack's tag); rack workers
+// run the worker agent on their rack's tag, a whole iteration at a time, and --check verifies the
+// ring's sum over every worker of the job.
 void RunRingWorker(const WorkerArgs& a, const agent::JobConfig& config,
                    const agent::SocketOptions& socket) {
-  auto options = agent::RingMemberFor(config, a.worker);
-  if (!options.ok()) {
-    const bool bad = options.status().code() == absl::StatusCode::kNotFound;
-    Fail(bad ? kExitBadInput : kExitFailure, std::string(options.status().message()));
+  std::string role;
+  for (const auto& r : config.ring_roles) {
+    if (r.worker == a.worker) role = r.role;
   }
-  agent::RingMemberOptions o = *options;
-  o.bind_address = socket.bind_address;
-  o.port = socket.port;
-  o.drop_percent = socket.drop_percent;
-  o.drop_seed = socket.drop_seed;
-  o.window = a.window > 0 ? static_cast<int>(a.window) : o.window;
-  o.timeout_us = a.timeout_ms * 1000;
-  o.deadline_ms = a.give_up_ms;
-  const int64_t lanes = GradientBytes(a, config) / 4;
+  if (role.empty()) {
+    Fail(kExitBadInput,
+         absl::StrCat("worker \"", a.worker, "\" has no ring role in job ", config.job_id));
+  }
   std::vector<int32_t> input;
   if (!a.input.empty()) {
+    if (a.size_option->count() > 0) Fail(kExitBadInput, "--size and --input: choose one");
     auto file = agent::ReadGradientFile(a.input, agent::FileFormat{a.is_float, a.scale_bits});
     if (!file.ok()) Fail(kExitBadInput, std::string(file.status().message()));
     input = std::move(file->lanes);
   }
-  const int netns = OpenNamespace(a);
-  bool checked = true;
-  absl::Status status = agent::RunDataPlane(netns, [&]() -> absl::Status {
-    for (int64_t it = 0; it < a.iterations && !g_stop.load(); ++it) {
-      std::vector<int32_t> data = input;
-      if (data.empty()) {
-        data.resize(lanes);
-        agent::FillSynthetic(a.seed, a.worker, it, 0, data);
-      }
-      o.first_chunk = static_cast<uint32_t>(
-          it * agent::RingChunksPerAllReduce(static_cast<int64_t>(data.size()), o.members));
-      auto report = agent::RingAllReduce(o, data);
-      if (!report.ok()) return report.status();
-      if (a.check && input.empty()) {
-        std::vector<int32_t> expected(data.size(), 0), mine(data.size());
-        for (const std::string& w : config.ring) {
-          agent::FillSynthetic(a.seed, w, it, 0, mine);
-          for (size_t i = 0; i < mine.size(); ++i) {
-            expected[i] =
-                static_cast<int32_t>(static_cast<uint32_t>(expected[i]) + uint32_t(mine[i]));
-          }
-        }
-        if (expected != data) checked = false;
-      }
-      std::cout << "ring iteration " << it << ": " << data.size() * 4 << " bytes, "
-                << report->elapsed_ms << " ms, algbw " << report->algbw_gbps << " Gbps, busbw "
-                << report->busbw_gbps << " Gbps, retransmitted " << report->retransmissions
-                << std::endl;
+  const int workers = static_cast<int>(agent::RingJobWorkers(config).size());
+  bool header = false;
+  auto print_line = [&](const agent::IterationStats& s) {
+    if (a.json) return;
+    if (!header) {
+      std::cout << "# inac worker: ring job " << config.job_id << " (plan " << config.plan_version
+                << "), worker " << a.worker << " (" << role << "), " << s.size_bytes << " bytes, "
+                << a.iterations << " iterations\n"
+                << agent::TableHeader() << "\n";
+      header = true;
     }
-    return absl::OkStatus();
-  });
+    std::cout << agent::TableLine(s, workers) << std::endl;
+  };
+  const int netns = OpenNamespace(a);
+  InstallStopHandlers();
+  if (role == "rack-worker") {
+    auto rack = agent::RackConfigFor(config, a.worker);
+    if (!rack.ok()) Fail(kExitFailure, std::string(rack.status().message()));
+    agent::WorkerOptions o;
+    o.socket = socket;
+    o.worker = a.worker;
+    o.lanes = GradientBytes(a, config) / 4;
+    if (!input.empty()) o.input = &input;
+    o.iterations = a.iterations;
+    o.seed = a.seed;
+    o.window = a.window;
+    o.timeout_ms = a.timeout_ms;
+    o.max_timeout_ms = std::max(a.max_timeout_ms, a.timeout_ms);
+    o.give_up_ms = a.give_up_ms;
+    o.check = a.check;
+    o.check_workers = agent::RingJobWorkers(config);
+    o.acknowledged_window = true;
+    o.stop = &g_stop;
+    o.netns_fd = netns;
+    o.on_iteration = print_line;
+    auto report = agent::RunWorker(*rack, o);
+    if (netns >= 0) ::close(netns);
+    if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+    if (a.json) {
+      nlohmann::json j = agent::WorkerReportJson(*report);
+      j["role"] = "rack-worker";
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << agent::SummaryLine(report->iterations, workers) << "\n"
+                << "# rack worker of " << rack->tags.front().ps
+                << "  retransmitted: " << report->retransmissions
+                << "  check: " << (report->checked ? "ok" : "skipped") << std::endl;
+    }
+    return;
+  }
+  agent::RinaOptions o;
+  o.worker = a.worker;
+  o.lanes = GradientBytes(a, config) / 4;
+  if (!input.empty()) o.input = &input;
+  o.iterations = a.iterations;
+  o.seed = a.seed;
+  o.check = a.check;
+  o.window = a.window > 0 ? static_cast<int>(a.window) : o.window;
+  o.timeout_us = a.timeout_ms * 1000;
+  o.max_timeout_us = std::max(a.max_timeout_ms, a.timeout_ms) * 1000;
+  o.give_up_ms = a.give_up_ms;
+  o.socket = socket;
+  o.netns_fd = netns;
+  o.stop = &g_stop;
+  o.on_iteration = [&](const agent::IterationStats& s, const agent::RingReport&) { print_line(s); };
+  auto report = agent::RunRingMember(config, o);
   if (netns >= 0) ::close(netns);
-  if (!status.ok()) Fail(ExitFor(status), std::string(status.message()));
-  if (a.check) {
-    if (!checked) Fail(kExitFailure, "check: the ring's sum differs from the expected sum");
-    std::cout << "# ring worker " << a.worker << ": check ok" << std::endl;
+  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  if (a.json) {
+    std::cout << agent::RinaReportJson(*report).dump() << "\n";
+  } else {
+    std::cout << agent::SummaryLine(report->iterations, workers) << "\n"
+              << "# ring " << report->role << " " << a.worker << ": " << report->members
+              << " members";
+    if (report->has_rack) std::cout << ", rack of " << report->rack_workers << " more workers";
+    std::cout << "  check: " << (report->checked ? "ok" : "skipped") << std::endl;
   }
 }
 

@@ -12,11 +12,14 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/generators.h"
 #include "core/json.h"
 #include "core/models.h"
 #include "server/cli.h"
 #include "server/cli_util.h"
+#include "server/cluster_node.h"
 #include "server/config.h"
 #include "server/controller.h"
 #include "server/http_api.h"
@@ -51,6 +54,11 @@ struct ServeArgs {
   std::string tls_cert;
   std::string tls_key;
   bool allow_insecure_http = false;
+  // Cluster mode (docs/ha.md): comma-separated etcd URLs, this node's id, the lease TTL.
+  std::string cluster_endpoints;
+  std::string node_id;
+  int64_t lease_ttl_s = 0;
+  std::string advertise_url;
 };
 
 // The TLS flags into `config` (they win over the file).
@@ -178,6 +186,27 @@ int Serve(const ServeArgs& args) {
   if (!args.listen.empty()) config.listen = args.listen;
   if (!args.algorithm.empty()) config.controller.algorithm = args.algorithm;
   if (args.election_id) config.controller.election_id = args.election_id;
+  if (!args.cluster_endpoints.empty()) {
+    config.cluster.endpoints = absl::StrSplit(args.cluster_endpoints, ',', absl::SkipWhitespace());
+  }
+  if (!args.node_id.empty()) config.cluster.node_id = args.node_id;
+  if (args.lease_ttl_s) config.cluster.lease_ttl_s = args.lease_ttl_s;
+  if (!args.advertise_url.empty()) config.cluster.advertise_url = args.advertise_url;
+  const bool cluster_mode = !config.cluster.endpoints.empty();
+  if (cluster_mode && args.demo) {
+    std::cerr << "inac: --demo runs a single controller; it does not combine with "
+                 "--cluster-endpoints\n";
+    return kExitBadInput;
+  }
+  if (cluster_mode && config.cluster.node_id.empty()) {
+    std::cerr << "inac: cluster mode (--cluster-endpoints) needs --node-id NAME, unique per "
+                 "controller\n";
+    return kExitBadInput;
+  }
+  if (cluster_mode && (config.cluster.lease_ttl_s < 2 || config.cluster.lease_ttl_s > 600)) {
+    std::cerr << "inac: --lease-ttl-s must be in 2..600\n";
+    return kExitBadInput;
+  }
   ApplyTlsFlags(args, &config);
   const bool tls = !config.http.tls_cert_file.empty();
 
@@ -221,6 +250,19 @@ int Serve(const ServeArgs& args) {
     std::cerr << "inac: " << storage.status().message() << "\n";
     return kExitFailure;
   }
+  // Cluster mode: the replicated inputs in etcd, this node's plans and switch records in the
+  // SQLite file (docs/ha.md).
+  std::unique_ptr<ClusterNode> cluster;
+  core::Storage* store = storage->get();
+  if (cluster_mode) {
+    auto node = ClusterNode::Create(config.cluster, std::move(*storage));
+    if (!node.ok()) {
+      std::cerr << "inac: " << node.status().message() << "\n";
+      return kExitBadInput;
+    }
+    cluster = std::move(*node);
+    store = cluster->storage();
+  }
 
   // The demo fabric: every switch of a fat-tree k=4 is an emulated P4Runtime switch.
   std::vector<std::unique_ptr<southbound::emulator::EmulatedSwitch>> fabric;
@@ -247,15 +289,25 @@ int Serve(const ServeArgs& args) {
     }
   }
 
-  Controller controller(storage->get(), P4RuntimeSwitchClientFactory(), SystemClockMs,
-                        config.controller);
+  Controller controller(store,
+                        cluster ? cluster->FencedFactory(P4RuntimeSwitchClientFactory())
+                                : P4RuntimeSwitchClientFactory(),
+                        SystemClockMs, config.controller);
   HttpApiOptions http_options;
   http_options.tokens = config.tokens;
   http_options.server = config.http;
   http_options.threads = config.http.workers;
   http_options.max_body_bytes = config.http.max_body_bytes;
   http_options.allow_insecure_http = config.allow_insecure_http;
-  HttpApi api(&controller, http_options);
+  if (cluster) http_options.not_leader = [&cluster] { return cluster->NotLeader(); };
+  // Cluster mode: a follower's health is its election's and etcd's (its loop does not run).
+  std::optional<ClusterHealthService> cluster_health;
+  ApiServices services = controller.services();
+  if (cluster) {
+    cluster_health.emplace(&controller, cluster.get());
+    services.health = &*cluster_health;
+  }
+  HttpApi api(services, http_options);
   // The address first: a second controller started on a taken address must exit before its loop
   // touches a switch.
   auto bound = api.Bind(host, port);
@@ -263,11 +315,40 @@ int Serve(const ServeArgs& args) {
     std::cerr << "inac: " << bound.status().message() << "\n";
     return kExitFailure;
   }
-  if (auto s = controller.Start(); !s.ok()) {
-    std::cerr << "inac: " << s.message() << "\n";
-    return kExitBadInput;
-  }
   const char* scheme = tls ? "https://" : "http://";
+  if (!cluster) {
+    if (auto s = controller.Start(); !s.ok()) {
+      std::cerr << "inac: " << s.message() << "\n";
+      return kExitBadInput;
+    }
+  } else {
+    // A follower until elected: the controller loop (planning, switch writes) runs only on the
+    // leader, started with the leader's fencing token as P4Runtime election id. A leader that
+    // loses its lease exits (code 3) and is restarted as a follower by its supervisor.
+    std::string url = config.cluster.advertise_url.empty() ? absl::StrCat(scheme, host, ":", *bound)
+                                                           : config.cluster.advertise_url;
+    spdlog::info("event=cluster_follower node={} url={} etcd={} lease_ttl_s={}",
+                 config.cluster.node_id, url, absl::StrJoin(config.cluster.endpoints, ","),
+                 config.cluster.lease_ttl_s);
+    cluster->Start(
+        url,
+        [&controller, node = config.cluster.node_id](int64_t token) {
+          spdlog::info("event=cluster_leader node={} token={}", node, token);
+          controller.SetElectionId(static_cast<uint64_t>(token));
+          if (auto s = controller.Start(); !s.ok()) {
+            spdlog::error("event=controller_start_failed error=\"{}\"", s.ToString());
+            spdlog::shutdown();
+            std::_Exit(kExitFailure);
+          }
+        },
+        [node = config.cluster.node_id](const std::string& why) {
+          spdlog::error("event=cluster_leadership_lost node={} reason=\"{}\" action=exit", node,
+                        why);
+          spdlog::shutdown();
+          std::cout.flush();
+          std::_Exit(kExitLostLeadership);
+        });
+  }
   std::string base = absl::StrCat(scheme, host, ":", *bound, "/api/v1");
   // Tests read this line to find the port.
   std::cout << "listening on " << host << ":" << *bound << std::endl;
@@ -280,10 +361,12 @@ int Serve(const ServeArgs& args) {
         spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
     }
     std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
+              << "  Dashboard: " << scheme << host << ":" << *bound
+              << "/   (paste the token below; docs/dashboard.md)\n"
               << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
               << "  Watch:     " << base << "/switches , " << base << "/jobs , " << base
               << "/events/stream (JSON and server-sent events, with the token below as "
-                 "Authorization: Bearer; no HTML dashboard yet)\n"
+                 "Authorization: Bearer)\n"
               << "  CLI:       INAC_SERVER=" << scheme << host << ":" << *bound
               << " INAC_TOKEN=" << demo_token << " " << SelfPath() << " job list\n"
               << "  Token:     " << demo_token << "\n"
@@ -307,6 +390,16 @@ int Serve(const ServeArgs& args) {
   api.Stop();
   server.join();
   const double api_ms = since();
+  if (cluster) {
+    // The switches first: the loop stops writing before the lease is revoked (another node
+    // takes over at once once it is gone).
+    if (!controller.StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
+      spdlog::warn("event=stopped abandoned=plan_in_progress");
+      spdlog::shutdown();
+      std::_Exit(kExitOk);
+    }
+    cluster->Stop();
+  }
   if (!controller.StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
     // The loop is inside a solve. Every acknowledged command is committed (each is one SQLite
     // transaction), so exiting now loses only the plan being computed, which the next start
@@ -344,6 +437,15 @@ void AddServeCommand(CLI::App& app) {
                   "PEM private key (unencrypted) of --tls-cert (overrides the config's tls.key)");
   cmd->add_flag("--allow-insecure-http", args->allow_insecure_http,
                 "Allow API tokens over plain HTTP on a non-loopback address (logged as a warning)");
+  cmd->add_option("--cluster-endpoints", args->cluster_endpoints,
+                  "Cluster mode (docs/ha.md): comma-separated etcd URLs, e.g. "
+                  "http://127.0.0.1:2379,http://127.0.0.1:22379,http://127.0.0.1:32379");
+  cmd->add_option("--node-id", args->node_id, "Cluster mode: this controller's unique name");
+  cmd->add_option("--lease-ttl-s", args->lease_ttl_s,
+                  "Cluster mode: leader lease TTL in seconds (default 10; keep-alive every TTL/3)");
+  cmd->add_option("--advertise-url", args->advertise_url,
+                  "Cluster mode: this node's API URL as clients reach it (default "
+                  "http(s)://LISTEN)");
   cmd->add_option("--log-level", args->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   cmd->callback([args] {

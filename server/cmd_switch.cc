@@ -22,12 +22,14 @@ struct SwitchArgs {
   uint64_t device_id = 1;
   std::string p4info_file;
   bool bmv2_deviations = false;
+  std::string write_log;
 };
 
 int RunSwitch(const SwitchArgs& args) {
   southbound::emulator::EmulatedSwitchOptions options;
   options.listen_address = args.listen;
   options.device_id = args.device_id;
+  options.write_log_path = args.write_log;
   options.deviations.promote_backup_immediately = args.bmv2_deviations;
   options.deviations.get_without_pipeline_fails = args.bmv2_deviations;
   if (!args.p4info_file.empty()) {
@@ -82,6 +84,9 @@ void AddSwitchCommand(CLI::App& app) {
                   "controller's SetForwardingPipelineConfig");
   cmd->add_flag("--bmv2-deviations", args->bmv2_deviations,
                 "Behave like BMv2's simple_switch_grpc where it departs from the spec");
+  cmd->add_option("--write-log", args->write_log,
+                  "Append one line per Write / SetForwardingPipelineConfig (election id, result) "
+                  "to this file (tests of controller fencing)");
   cmd->callback([args] {
     int code = RunSwitch(*args);
     if (code != kExitOk) throw CLI::RuntimeError(code);

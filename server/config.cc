@@ -208,6 +208,37 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       }
     } else if (k == "shutdown_grace_ms") {
       integer(v, k, 0, 600000, &config.shutdown_grace_ms);
+    } else if (k == "cluster") {
+      if (!v.is_object()) {
+        problems->push_back({k, "expected an object"});
+        continue;
+      }
+      for (auto f = v.begin(); f != v.end(); ++f) {
+        std::string fp = absl::StrCat(k, ".", f.key());
+        if (f.key() == "endpoints") {
+          if (!f.value().is_array()) {
+            problems->push_back({fp, "expected an array of etcd URLs"});
+            continue;
+          }
+          config.cluster.endpoints.clear();
+          for (size_t i = 0; i < f.value().size(); ++i) {
+            std::string url;
+            str(f.value()[i], absl::StrCat(fp, "[", i, "]"), &url);
+            config.cluster.endpoints.push_back(url);
+          }
+        } else if (f.key() == "node_id") {
+          str(f.value(), fp, &config.cluster.node_id);
+        } else if (f.key() == "lease_ttl_s") {
+          integer(f.value(), fp, 2, 600, &config.cluster.lease_ttl_s);
+        } else if (f.key() == "advertise_url") {
+          str(f.value(), fp, &config.cluster.advertise_url);
+        } else if (f.key() == "prefix") {
+          str(f.value(), fp, &config.cluster.prefix);
+        } else {
+          problems->push_back(
+              {fp, "unknown field (endpoints, node_id, lease_ttl_s, advertise_url, prefix)"});
+        }
+      }
     } else if (k == "http") {
       ParseHttpLimits(v, k, &config.http, problems);
     } else if (k == "tls") {

@@ -53,6 +53,18 @@
 
 namespace inac::server {
 
+// Cluster mode (docs/ha.md): controllers replicate through etcd; empty `endpoints` is the
+// single-node default (SQLite only). Config file key "cluster": {"endpoints": [...], "node_id",
+// "lease_ttl_s", "advertise_url", "prefix"}; flags --cluster-endpoints, --node-id, --lease-ttl-s,
+// --advertise-url.
+struct ClusterConfig {
+  std::vector<std::string> endpoints;  // etcd client URLs, e.g. "http://127.0.0.1:2379"
+  std::string node_id;                 // this controller's name in the cluster (required)
+  int64_t lease_ttl_s = 10;            // leader lease TTL; keep-alive every TTL/3
+  std::string advertise_url;           // how clients reach this node ("": http(s)://listen)
+  std::string prefix = "/inac/";       // etcd key prefix of this cluster
+};
+
 struct ServeConfig {
   std::string listen = "127.0.0.1:8080";
   std::string db = "inac.db";
@@ -65,6 +77,7 @@ struct ServeConfig {
   // "shutdown_grace_ms": on SIGTERM/SIGINT, how long the loop's current step (a solve) may
   // finish before the process exits without it.
   int64_t shutdown_grace_ms = 1000;
+  ClusterConfig cluster;
 };
 
 // Parses a configuration file's text over the defaults in `config`. nullopt on any problem (all

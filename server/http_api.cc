@@ -16,6 +16,7 @@
 #include "server/controller.h"
 #include "server/rest_resources.h"
 #include "server/rest_router.h"
+#include "server/web_assets.h"
 #include "spdlog/spdlog.h"
 
 namespace inac::server {
@@ -169,7 +170,8 @@ std::optional<core::JobId> AuditedJob(const httplib::Request& req, const httplib
     return std::nullopt;
   }
   if (route_path == "/jobs" && (res.status == 200 || res.status == 201)) {
-    absl::string_view location = res.get_header_value("Location");
+    const std::string header = res.get_header_value("Location");  // a copy: keep it alive
+    absl::string_view location = header;
     if (absl::ConsumePrefix(&location, "/api/v1/jobs/") && absl::SimpleAtoi(location, &id)) {
       return id;
     }
@@ -235,6 +237,20 @@ void HttpApi::Routes() {
   rest::EventsResource(services_.events, services_.health, std::max(1, options_.threads / 2))
       .Register(table);
   if (services_.audit != nullptr) rest::AuditResource(services_.audit).Register(table);
+  if (services_.stats != nullptr) rest::StatsResource(services_.stats).Register(table);
+  // Who the caller is (the dashboard shows write actions only to roles that may use them).
+  table.Add("GET", "/whoami", Access::kRead,
+            [this](const httplib::Request& req, httplib::Response& res) {
+              if (options_.tokens.empty()) {
+                return rest::SendJson(res, 200,
+                                      {{"name", "anonymous"}, {"role", "admin"}, {"auth", false}});
+              }
+              const ApiToken* who = Presenter(options_.tokens, req);
+              rest::SendJson(res, 200,
+                             {{"name", who != nullptr ? who->name : ""},
+                              {"role", who != nullptr ? RoleName(who->role) : "none"},
+                              {"auth", true}});
+            });
   for (rest::RouteEntry& entry : table.entries()) {
     std::string pattern = "/api/v1" + entry.path;
     auto brace = pattern.find("{id}");
@@ -306,6 +322,14 @@ bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
       }
     }
   }
+  // The dashboard's files hold no data: served without a token (server/web_assets.h).
+  if (IsDashboardPath(req.path)) {
+    if (req.method == "GET") return true;
+    res.set_header("Allow", "GET");
+    SendError(res, 405, "method_not_allowed",
+              absl::StrCat("no route ", req.method, " ", req.path, " (allowed: GET)"));
+    return false;
+  }
   const Route* route = Match(req, res, nullptr);
   if (route == nullptr) return false;
   const Access access = route->entry.access;
@@ -356,6 +380,7 @@ bool HttpApi::Admit(const httplib::Request& req, httplib::Response& res) const {
 }
 
 void HttpApi::Handle(httplib::Request& req, httplib::Response& res) {
+  if (IsDashboardPath(req.path)) return ServeWebAsset(req, res);
   const Route* route = Match(req, res, &req.matches);
   if (route == nullptr) return;  // Admit answered; cannot happen for an admitted request
   // A worker token: only the jobs of its tenant (unknown ids answer 404 through the route).
@@ -374,6 +399,25 @@ void HttpApi::Handle(httplib::Request& req, httplib::Response& res) {
         Audit(req, res, *route);
         return;
       }
+    }
+  }
+  // A follower of a cluster refuses writes and names the leader (docs/ha.md).
+  if (options_.not_leader && IsWriteMethod(req.method)) {
+    if (std::optional<std::string> leader = options_.not_leader()) {
+      Json err = {{"code", "unavailable"},
+                  {"message", leader->empty()
+                                  ? std::string("this controller is a follower and no leader is "
+                                                "elected yet; retry")
+                                  : absl::StrCat("this controller is a follower; send writes to "
+                                                 "the leader at ",
+                                                 *leader)},
+                  {"field", ""},
+                  {"leader", *leader}};
+      res.set_header("X-Inac-Leader", *leader);
+      res.set_header("Retry-After", "1");
+      rest::SendJson(res, 503, Json{{"error", err}});
+      Audit(req, res, *route);
+      return;
     }
   }
   const auto start = std::chrono::steady_clock::now();

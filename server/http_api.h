@@ -38,10 +38,18 @@
 // at once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the
 // API; idle and slow connections hold no thread at all.
 //
+// The dashboard (issue 19, server/web_assets.h): GET /, /ui and /ui/<file> answer the files of
+// web/ compiled into the binary, without a token (they hold no data; Host and Origin are still
+// checked without tokens), before routing; other methods on those paths are 405. GET /whoami
+// names the caller's token and role (never the token) so the page shows only the actions its
+// role may take.
+//
 // Thread safety: handlers run on the server's pool; the services are thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +83,11 @@ struct HttpApiOptions {
   HttpServerOptions server;
   // Tokens over plain HTTP on a non-loopback address (CheckListenRule); off by default.
   bool allow_insecure_http = false;
+  // Cluster mode (docs/ha.md): asked before the handler of every write (POST, PUT, PATCH,
+  // DELETE). A value means this controller is a follower: the request is refused with 503, code
+  // "unavailable", the leader's base URL in the error body's "leader" field and in the
+  // X-Inac-Leader header ("" while no leader is known). Unset (single node): never refused.
+  std::function<std::optional<std::string>()> not_leader;
 };
 
 // HTTP status for a canonical code (400, 401, 403, 404, 409, 413, 500, 503, 504).

@@ -63,6 +63,8 @@ const char* Reason(int status) {
       return "Created";
     case 204:
       return "No Content";
+    case 304:
+      return "Not Modified";  // the dashboard's files (server/web_assets.h)
     case 400:
       return "Bad Request";
     case 401:

@@ -57,6 +57,49 @@ JobConfig BuildJobConfig(const core::Job& job, const core::Plan* plan,
   std::map<uint32_t, std::string> node_of;  // address -> node id
   for (const core::Host& h : t.hosts) node_of[core::NodeAddress(t, h.id)] = h.id;
   for (const core::Switch& sw : t.switches) node_of[core::NodeAddress(t, sw.id)] = sw.id;
+  // The switch side of tag `tag`: its aggregators (inputs named by node id) and multicast group.
+  auto add_switch_side = [&](JobConfig::Tag* tag) {
+    for (const auto& intent : intents) {
+      for (const auto& g : intent.jobs) {
+        if (g.tag != tag->tag) continue;
+        tag->multicast_group = g.multicast_group;
+        JobConfig::Tag::Aggregator agg;
+        agg.switch_id = intent.switch_id;
+        agg.address = g.self_address;
+        agg.inputs.resize(g.fan_in);
+        for (const auto& in : intent.inputs) {
+          if (in.tag == tag->tag && in.index < agg.inputs.size()) {
+            auto node = node_of.find(in.source_address);
+            agg.inputs[in.index] =
+                node != node_of.end() ? node->second : core::FormatIpv4(in.source_address);
+          }
+        }
+        agg.aggregator_base = g.aggregator_base;
+        agg.aggregator_count = g.aggregator_count;
+        agg.slot_offset = g.slot_offset;
+        agg.window = g.window;
+        tag->aggregators.push_back(std::move(agg));
+      }
+      for (const auto& r : intent.routes) {
+        if (r.tag == tag->tag && r.multicast_group) tag->multicast_group = r.multicast_group;
+      }
+    }
+  };
+  // Ring jobs (docs/rina.md "Data plane"): one tag per abstract rack, whose PS is the agent and
+  // whose members are the rack's other workers, aggregated at the ToR.
+  for (const core::RingRackPlan& rack : core::RingRacksOf(*jp)) {
+    if (rack.index >= core::kMaxRingRacks || rack.workers.empty()) continue;
+    JobConfig::Tag tag;
+    tag.tag = core::RingRackTag(id, rack.index, jp->generation);
+    tag.ps = rack.agent;
+    tag.ps_address = core::NodeAddress(t, rack.agent);
+    tag.share = 1;
+    for (const std::string& w : rack.workers) {
+      tag.members.push_back({w, core::NodeAddress(t, w), rack.tor});
+    }
+    add_switch_side(&tag);
+    config.tags.push_back(std::move(tag));
+  }
   ps_index = 0;
   for (const auto& [ps, share] : jp->ps_shares) {
     for (const core::ChunkRange& range : core::ChunkRangesOf(*jp, ps)) {
@@ -71,31 +114,7 @@ JobConfig BuildJobConfig(const core::Job& job, const core::Plan* plan,
       for (const core::FlowPlan* f : range.flows) {
         tag.members.push_back({f->worker, core::NodeAddress(t, f->worker), f->aggregation_node});
       }
-      for (const auto& intent : intents) {
-        for (const auto& g : intent.jobs) {
-          if (g.tag != tag.tag) continue;
-          tag.multicast_group = g.multicast_group;
-          JobConfig::Tag::Aggregator agg;
-          agg.switch_id = intent.switch_id;
-          agg.address = g.self_address;
-          agg.inputs.resize(g.fan_in);
-          for (const auto& in : intent.inputs) {
-            if (in.tag == tag.tag && in.index < agg.inputs.size()) {
-              auto node = node_of.find(in.source_address);
-              agg.inputs[in.index] =
-                  node != node_of.end() ? node->second : core::FormatIpv4(in.source_address);
-            }
-          }
-          agg.aggregator_base = g.aggregator_base;
-          agg.aggregator_count = g.aggregator_count;
-          agg.slot_offset = g.slot_offset;
-          agg.window = g.window;
-          tag.aggregators.push_back(std::move(agg));
-        }
-        for (const auto& r : intent.routes) {
-          if (r.tag == tag.tag && r.multicast_group) tag.multicast_group = r.multicast_group;
-        }
-      }
+      add_switch_side(&tag);
       config.tags.push_back(std::move(tag));
     }
     ++ps_index;

@@ -35,6 +35,14 @@ class Family;
 namespace inac::server {
 
 // A switch as the controller sees it (GET /switches).
+// One P4 table (or the multicast groups) of a switch's intent: entries against the table's size
+// in api/p4/ina.p4 (GET /switches "tables", the dashboard's table occupancy).
+struct TableOccupancy {
+  std::string name;
+  int64_t entries = 0;
+  int64_t size = 0;
+};
+
 struct SwitchStatus {
   std::string id;
   bool managed = false;  // has a p4runtime endpoint
@@ -52,6 +60,7 @@ struct SwitchStatus {
   int64_t entries = 0;          // entries + groups in its intent
   int64_t aggregators_used = 0;
   int64_t aggregators_total = 0;
+  std::vector<TableOccupancy> tables;  // of its latest intent; empty until a visit (managed only)
 };
 
 // The INA counters of one aggregation (tag) of a job on one switch, as last read (GET /jobs/{id},

@@ -1,4 +1,7 @@
 // EventsResource: the event log, polled or streamed (server-sent events).
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/rest_json.h"
@@ -25,6 +28,20 @@ void EventsResource::Register(RouteTable& routes) {
                }
                filter.after_seq = since;
                filter.limit = limit;
+               // tail=N: the newest N events (the dashboard's first screen), in seq order.
+               if (req.has_param("tail")) {
+                 int64_t tail = 0;
+                 if (!QueryInt(req, res, "tail", &tail)) return;
+                 if (tail < 1 || tail > 1000 || req.has_param("since")) {
+                   return BadRequest(res, "tail: between 1 and 1000, and not with since", "tail");
+                 }
+                 const int64_t newest =
+                     e->WaitForEvents(std::numeric_limits<int64_t>::max(), /*timeout_ms=*/0);
+                 if (newest < std::numeric_limits<int64_t>::max()) {
+                   filter.after_seq = std::max<int64_t>(0, newest - tail);
+                 }
+                 filter.limit = tail;
+               }
                if (req.has_param("job")) filter.job_id = job;
                if (req.has_param("kind")) filter.kind = req.get_param_value("kind");
                auto events = e->Events(filter);

@@ -22,6 +22,11 @@ Json SwitchJson(const SwitchStatus& s) {
   j["last_error"] = s.last_error;
   j["last_contact_ms"] = s.last_contact_ms;
   j["aggregators"] = {{"used", s.aggregators_used}, {"total", s.aggregators_total}};
+  Json tables = Json::array();
+  for (const TableOccupancy& t : s.tables) {
+    tables.push_back({{"name", t.name}, {"entries", t.entries}, {"size", t.size}});
+  }
+  j["tables"] = std::move(tables);
   return j;
 }
 

@@ -11,6 +11,7 @@
 //   PlanResource      GET /plan, POST /plan/preview
 //   EventsResource    GET /events, /events/stream
 //   AuditResource     GET /audit (admin)
+//   StatsResource     GET /stats/switches, /stats/jobs, /stats/controller
 //
 // Thread safety: handlers run concurrently; the services are thread-safe.
 #pragma once
@@ -20,6 +21,7 @@
 
 #include "server/rest_router.h"
 #include "server/services.h"
+#include "server/stats_history.h"
 
 namespace inac::server::rest {
 
@@ -98,6 +100,19 @@ class AuditResource {
 
  private:
   AuditService* audit_;
+};
+
+// The controller's recent history for the dashboard (server/stats_history.h): per-switch
+// aggregator utilisation, per-job rates and iteration times, submissions and re-plans, as
+// column-oriented JSON; `since_ms` (epoch ms, default 0) keeps the buckets starting at or after
+// it, `job` (GET /stats/jobs) one job's series. 400 for a negative or non-integer value.
+class StatsResource {
+ public:
+  explicit StatsResource(StatsHistory* stats) : stats_(stats) {}
+  void Register(RouteTable& routes);
+
+ private:
+  StatsHistory* stats_;
 };
 
 }  // namespace inac::server::rest

@@ -23,6 +23,7 @@
 #include "core/topology.h"
 #include "server/job_config.h"
 #include "server/metrics.h"
+#include "server/stats_history.h"
 
 namespace inac::server {
 
@@ -145,6 +146,8 @@ struct ApiServices {
   EventService* events = nullptr;
   HealthService* health = nullptr;
   AuditService* audit = nullptr;  // null: writes are not audited and GET /audit is not served
+  // The dashboard's history (GET /stats/...); null: those routes are not served.
+  StatsHistory* stats = nullptr;
 };
 
 }  // namespace inac::server

@@ -33,6 +33,7 @@ struct SwitchFleet::Slot {
   int64_t intent_version ABSL_GUARDED_BY(mu) = 0;
   int64_t entries ABSL_GUARDED_BY(mu) = 0;
   int64_t aggregators_used ABSL_GUARDED_BY(mu) = 0;
+  std::vector<TableOccupancy> tables ABSL_GUARDED_BY(mu);
   std::string last_error ABSL_GUARDED_BY(mu);
   int64_t last_contact_ms ABSL_GUARDED_BY(mu) = 0;
   int64_t pipeline_pushes ABSL_GUARDED_BY(mu) = 0;
@@ -52,6 +53,7 @@ struct SwitchFleet::Slot {
     published.pipeline_pushes = pipeline_pushes;
     published.entries = entries;
     published.aggregators_used = aggregators_used;
+    published.tables = tables;
   }
 };
 
@@ -63,6 +65,17 @@ constexpr int64_t kContactRefreshMs = 60000;
 int64_t EntryCount(const core::SwitchIntent& intent) {
   return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
                               intent.multicast_groups.size() + intent.host_ports.size());
+}
+
+// Per table of ina.p4 (sizes as declared there) and the multicast groups (ids up to
+// core::kMaxMulticastGroup): the intent's entries.
+std::vector<TableOccupancy> TablesOf(const core::SwitchIntent& intent) {
+  auto n = [](size_t v) { return static_cast<int64_t>(v); };
+  return {{"ina_job", n(intent.jobs.size()), 4096},
+          {"ina_worker", n(intent.inputs.size()), 65536},
+          {"ina_route", n(intent.routes.size()), 65536},
+          {"ina_host", n(intent.host_ports.size()), 1024},
+          {"multicast_groups", n(intent.multicast_groups.size()), core::kMaxMulticastGroup}};
 }
 
 }  // namespace
@@ -199,6 +212,7 @@ std::optional<SwitchFleet::StateWrite> SwitchFleet::VisitOne(const std::shared_p
   absl::MutexLock lock(&slot.mu);
   slot.intent_version = plan_version;
   slot.entries = EntryCount(intent);
+  slot.tables = TablesOf(intent);
   int64_t used = 0;
   for (const auto& j : intent.jobs) used += j.aggregator_count;
   slot.aggregators_used = used;
@@ -454,6 +468,7 @@ std::vector<SwitchStatus> SwitchFleet::Statuses(const core::Topology& topology,
         st.pipeline_pushes = slot.published.pipeline_pushes;
         st.entries = slot.published.entries;
         st.aggregators_used = slot.published.aggregators_used;
+        st.tables = slot.published.tables;
       }
       // The client and factory_error are set once at creation; the status calls are thread-safe.
       st.connected = slot.client && slot.client->IsConnected();

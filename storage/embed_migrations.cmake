@@ -33,11 +33,5 @@ ${body}  };
 
 }  // namespace inac::storage
 ")
-# Only touch the output when it changes, so dependents are not rebuilt needlessly.
-if(EXISTS "${OUT}")
-  file(READ "${OUT}" old)
-  if(old STREQUAL content)
-    return()
-  endif()
-endif()
-file(WRITE "${OUT}" "${content}")
+include("${CMAKE_CURRENT_LIST_DIR}/../cmake/write_if_changed.cmake")
+write_if_changed("${OUT}" "${content}")

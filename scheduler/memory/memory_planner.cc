@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "core/ring_intents.h"
 #include "scheduler/memory/allocator.h"
 
 namespace inac::scheduler {
@@ -145,6 +146,46 @@ bool RefreshPriorities(const std::vector<MemoryJobState>& jobs, const PriorityFu
                                            .age_s = it->second->age_s});
   }
   return PriorityOrder(*plan) != before;
+}
+
+void AssignRingAggregators(const core::Graph& graph, const std::vector<core::Job>& jobs,
+                           const MemoryPlannerOptions& options, core::Plan* plan) {
+  if (options.policy == MemoryPolicy::kNoIna) return;
+  std::map<std::string, int64_t> used;  // switch -> aggregators granted so far
+  for (const core::JobPlan& jp : plan->jobs) {
+    if (!jp.ring.empty()) continue;
+    for (const auto& [sw, n] : jp.aggregators) used[sw] += n;
+  }
+  std::map<core::JobId, const core::Job*> job_of;
+  for (const core::Job& j : jobs) job_of[j.id] = &j;
+  std::vector<core::JobPlan*> rings;
+  for (core::JobPlan& jp : plan->jobs) {
+    if (!jp.ring.empty() && job_of.count(jp.job_id)) rings.push_back(&jp);
+  }
+  std::sort(rings.begin(), rings.end(), [&](const core::JobPlan* a, const core::JobPlan* b) {
+    const int pa = job_of.at(a->job_id)->spec.priority, pb = job_of.at(b->job_id)->spec.priority;
+    return pa != pb ? pa > pb : a->job_id < b->job_id;
+  });
+  for (core::JobPlan* jp : rings) {
+    const core::Job& job = *job_of.at(jp->job_id);
+    jp->aggregators.clear();
+    const double line_rate = WorkerLineRateGbps(graph, job.spec.workers);
+    for (const core::RingRackPlan& rack : core::RingRacksOf(*jp)) {
+      const int node = graph.index(rack.tor);
+      if (rack.workers.empty() || node < 0 || !graph.is_switch(node) || !graph.ina_capable(node)) {
+        continue;
+      }
+      const int bytes = std::max(1, graph.topology().switches[node].ina.aggregator_bytes);
+      const int64_t whole = (job.spec.gradient_bytes + bytes - 1) / bytes;
+      const int64_t window =
+          WindowAggregators(line_rate, GrantHoldUs(graph, *jp, rack.tor, options), bytes);
+      const int64_t left = std::max<int64_t>(0, graph.aggregators(node) - used[rack.tor]);
+      const int64_t grant = std::min(std::max(whole, window), left);
+      if (grant <= 0) continue;
+      jp->aggregators[rack.tor] += grant;
+      used[rack.tor] += grant;
+    }
+  }
 }
 
 absl::Status AssignAggregators(const core::Graph& graph, const std::vector<MemoryJobState>& jobs,

@@ -70,6 +70,17 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
                                const core::Plan* previous, const MemoryPlannerOptions& options,
                                core::Plan* plan);
 
+// Ring all-reduce jobs (Rina, docs/rina.md "Data plane"): grants every ring job of `plan` (in
+// `jobs`) aggregators on the ToR of each of its abstract racks (core::RingRacksOf): the rack's
+// whole gradient, ceil(gradient_bytes / aggregator_bytes) (the rack's workers send a whole
+// iteration at once and the agent answers after the ring), at least the window AssignAggregators
+// would size, at most what the switch has left after every grant already in `plan`; ring jobs in
+// (spec priority desc, id) order. A rack granted nothing keeps no entry in `aggregators` (its
+// chunks reach the agent unaggregated); ring jobs never fall back otherwise. Policy no_ina grants
+// nothing. Deterministic.
+void AssignRingAggregators(const core::Graph& graph, const std::vector<core::Job>& jobs,
+                           const MemoryPlannerOptions& options, core::Plan* plan);
+
 // Between re-plans ESA's data-plane priorities follow the jobs' progress (ALGORITHMS.md section 3,
 // controller side): recomputes JobPlan::priority, with `priority` (nullptr: the default
 // ShortestRemainingWorkWithAging), of every JobPlan that has a state in `jobs` and is not a ring

@@ -7,65 +7,143 @@ namespace inac::scheduler {
 namespace {
 
 // Breadth-first search that transits switches only, with blocked arcs and nodes (Yen's spurs).
+// Scratch reused across queries (ScratchBfs): blocked marks are undone from their own lists and
+// visits are stamped, so a query costs what it visits, not the graph's size.
 class Bfs {
  public:
-  explicit Bfs(const core::Graph& g)
-      : g_(g),
-        parent_arc_(g.num_nodes(), -1),
-        seen_(g.num_nodes(), 0),
-        arc_blocked_(g.num_arcs(), 0),
-        node_blocked_(g.num_nodes(), 0) {}
-
-  void BlockArc(int a) { arc_blocked_[a] = 1; }
-  void BlockNode(int v) { node_blocked_[v] = 1; }
-  void Clear() {
-    std::fill(arc_blocked_.begin(), arc_blocked_.end(), 0);
-    std::fill(node_blocked_.begin(), node_blocked_.end(), 0);
+  // Rebinds to `g`, growing the scratch when `g` is larger than any graph before.
+  void Bind(const core::Graph& g) {
+    g_ = &g;
+    Clear();
+    if (parent_arc_.size() < static_cast<size_t>(g.num_nodes())) {
+      parent_arc_.assign(g.num_nodes(), -1);
+      depth_.assign(g.num_nodes(), 0);
+      seen_.assign(g.num_nodes(), 0);
+      node_blocked_.assign(g.num_nodes(), 0);
+      stamp_ = 0;
+    }
+    if (arc_blocked_.size() < static_cast<size_t>(g.num_arcs())) {
+      arc_blocked_.assign(g.num_arcs(), 0);
+    }
   }
 
-  // Shortest path s -> t avoiding blocked arcs/nodes; false if none.
-  bool Run(int s, int t, Path* out) {
-    ++stamp_;
-    std::deque<int> queue;
-    queue.push_back(s);
-    seen_[s] = stamp_;
-    parent_arc_[s] = -1;
-    bool found = s == t;
-    while (!queue.empty() && !found) {
-      int v = queue.front();
-      queue.pop_front();
-      if (v != s && !g_.is_switch(v)) continue;  // hosts are endpoints only
-      for (int a : g_.out_arcs(v)) {
-        if (arc_blocked_[a]) continue;
-        int w = g_.arc(a).to;
-        if (seen_[w] == stamp_ || node_blocked_[w]) continue;
-        seen_[w] = stamp_;
-        parent_arc_[w] = a;
-        if (w == t) {
-          found = true;
-          break;
-        }
-        queue.push_back(w);
+  void BlockArc(int a) {
+    arc_blocked_[a] = 1;
+    blocked_arcs_.push_back(a);
+  }
+  void BlockNode(int v) {
+    node_blocked_[v] = 1;
+    blocked_nodes_.push_back(v);
+  }
+  void Clear() {
+    for (int a : blocked_arcs_) arc_blocked_[a] = 0;
+    for (int v : blocked_nodes_) node_blocked_[v] = 0;
+    blocked_arcs_.clear();
+    blocked_nodes_.clear();
+  }
+
+  // Hop distances to `t` (transiting switches only) over every up link, blocked or not: lower
+  // bounds for Run's pruning. Links are full duplex, so this is a BFS from `t`.
+  void DistancesTo(int t) {
+    const core::Graph& g = *g_;
+    own_to_t_.assign(g.num_nodes(), -1);
+    queue_.clear();
+    queue_.push_back(t);
+    own_to_t_[t] = 0;
+    for (size_t head = 0; head < queue_.size(); ++head) {
+      const int v = queue_[head];
+      if (v != t && !g.is_switch(v)) continue;
+      for (int a : g.out_arcs(v)) {
+        const int w = g.arc(a).to;
+        if (own_to_t_[w] >= 0) continue;
+        own_to_t_[w] = own_to_t_[v] + 1;
+        queue_.push_back(w);
       }
     }
-    if (!found) return false;
+    to_t_ = own_to_t_.data();
+  }
+  // The same distances, computed by the caller (PathCache::HopsFrom(t)); not owned, must outlive
+  // the queries.
+  void UseDistancesTo(const std::vector<int>& hops) { to_t_ = hops.data(); }
+
+  // Shortest path s -> t avoiding blocked arcs/nodes, the one a plain BFS (arcs in adjacency
+  // order, hosts other than s and t never expanded) finds; false if none. Precondition:
+  // DistancesTo(t). The BFS is pruned: with L the length of the path, a node at depth i whose
+  // distance to t (unblocked, a lower bound) exceeds L - i is on no shortest path; nor is any
+  // node it alone would have discovered first, so every node of a shortest path keeps its depth,
+  // its queue order and its parent, and the path found is the plain BFS's. L is not known
+  // before: bounds from the unblocked distance of s upward until a search finds t, or prunes
+  // nothing (then t is unreachable).
+  bool Run(int s, int t, Path* out) {
+    if (to_t_[s] < 0) return false;
+    for (int bound = to_t_[s];; ++bound) {
+      bool pruned = false;
+      if (Search(s, t, bound, &pruned)) break;
+      if (!pruned) return false;
+    }
+    const core::Graph& g = *g_;
     out->nodes.clear();
     out->arcs.clear();
-    for (int v = t; v != s; v = g_.arc(parent_arc_[v]).from) out->arcs.push_back(parent_arc_[v]);
+    for (int v = t; v != s; v = g.arc(parent_arc_[v]).from) out->arcs.push_back(parent_arc_[v]);
     std::reverse(out->arcs.begin(), out->arcs.end());
     out->nodes.push_back(s);
-    for (int a : out->arcs) out->nodes.push_back(g_.arc(a).to);
+    for (int a : out->arcs) out->nodes.push_back(g.arc(a).to);
     return true;
   }
 
  private:
-  const core::Graph& g_;
+  // One BFS that expands only nodes at depth i with i + (distance to t) <= bound.
+  bool Search(int s, int t, int bound, bool* pruned) {
+    const core::Graph& g = *g_;
+    if (++stamp_ == 0) {  // wrapped: forget every old stamp
+      std::fill(seen_.begin(), seen_.end(), 0);
+      stamp_ = 1;
+    }
+    queue_.clear();
+    queue_.push_back(s);
+    seen_[s] = stamp_;
+    parent_arc_[s] = -1;
+    depth_[s] = 0;
+    if (s == t) return true;
+    for (size_t head = 0; head < queue_.size(); ++head) {
+      const int v = queue_[head];
+      for (int a : g.out_arcs(v)) {
+        if (arc_blocked_[a]) continue;
+        const int w = g.arc(a).to;
+        if (seen_[w] == stamp_ || node_blocked_[w]) continue;
+        seen_[w] = stamp_;
+        parent_arc_[w] = a;
+        if (w == t) return true;
+        if (!g.is_switch(w)) continue;  // hosts are endpoints only
+        depth_[w] = depth_[v] + 1;
+        if (to_t_[w] < 0 || depth_[w] + to_t_[w] > bound) {
+          *pruned = true;
+          continue;
+        }
+        queue_.push_back(w);
+      }
+    }
+    return false;
+  }
+
+  const core::Graph* g_ = nullptr;
   std::vector<int> parent_arc_;
-  std::vector<int> seen_;
-  int stamp_ = 0;
+  std::vector<unsigned> seen_;
+  unsigned stamp_ = 0;
   std::vector<char> arc_blocked_;
   std::vector<char> node_blocked_;
+  std::vector<int> blocked_arcs_, blocked_nodes_;
+  std::vector<int> queue_;
+  const int* to_t_ = nullptr;  // per node: distance to the target (DistancesTo)
+  std::vector<int> own_to_t_, depth_;
 };
+
+// The calling thread's BFS scratch, bound to `g`.
+Bfs& ScratchBfs(const core::Graph& g) {
+  thread_local Bfs bfs;
+  bfs.Bind(g);
+  return bfs;
+}
 
 bool PathLess(const Path& a, const Path& b) {
   if (a.hops() != b.hops()) return a.hops() < b.hops();
@@ -78,12 +156,9 @@ int SoleArc(const core::Graph& g, int v) {
   return g.out_arcs(v)[0];
 }
 
-}  // namespace
-
-std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int k) {
+// Yen on `bfs` (bound to the graph, its distances to dst set).
+std::vector<Path> Yen(const core::Graph& graph, Bfs& bfs, int src, int dst, int k) {
   std::vector<Path> result;
-  if (k < 1) return result;
-  Bfs bfs(graph);
   Path first;
   if (!bfs.Run(src, dst, &first)) return result;
   result.push_back(first);
@@ -121,6 +196,15 @@ std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int
     candidates.erase(best);
   }
   return result;
+}
+
+}  // namespace
+
+std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int k) {
+  if (k < 1) return {};
+  Bfs& bfs = ScratchBfs(graph);
+  bfs.DistancesTo(dst);
+  return Yen(graph, bfs, src, dst, k);
 }
 
 std::vector<Path> EqualCostPaths(const core::Graph& graph, int src, int dst, int limit) {
@@ -242,8 +326,12 @@ const std::vector<Path>& PathCache::Get(int src, int dst) {
       q.arcs.push_back(dst_arc ^ 1);
       paths.push_back(std::move(q));
     }
-  } else {
-    paths = KShortestPaths(*graph_, src, dst, k_);
+  } else if (k_ >= 1) {
+    // Yen with the cached distances to dst (HopsFrom: links are full duplex) as its bounds.
+    const std::vector<int>& to_dst = HopsFrom(dst);
+    Bfs& bfs = ScratchBfs(*graph_);
+    bfs.UseDistancesTo(to_dst);
+    paths = Yen(*graph_, bfs, src, dst, k_);
   }
   return paths_.emplace(key, std::move(paths)).first->second;
 }

@@ -45,6 +45,14 @@ struct PlanningOptions {
   int extra_candidates = 6;
   // Local search after rounding (moves flows off the bottleneck while the evaluated rate rises).
   bool local_search = true;
+  // GRID/InArt: a job whose per-worker LP would have more than this many columns gets one group
+  // of LP columns per (ToR, PS, option, path) for its interchangeable workers behind one ToR
+  // instead of one per worker, and one column per stream total (scheduler::
+  // GroupInterchangeablePairs; the same LP optimum, 2x fewer columns at k=32 / 1024 workers, 4x
+  // less CLP time). Smaller LPs are solved per worker as before: the grouped LP's optimum is the
+  // same but CLP may return another optimal vertex, whose rounding differs (by a few percent
+  // either way on GRID's settings). 0: always; negative: never.
+  int64_t lp_symmetry_min_columns = 20000;
   // Several jobs are planned in one LP when it has at most this many columns, otherwise one job
   // at a time in priority order with the jobs planned before them as background load.
   int64_t joint_lp_max_columns = 20000;

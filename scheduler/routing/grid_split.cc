@@ -310,8 +310,9 @@ class SplitPlan {
               if (pc.options[o].agg != a) continue;
               // Within the budget: the worker's own LP preference; all over it: the switch
               // least over its budget.
-              const bool better = fits ? rem[o] > rem[best] + 1e-12
-                                       : budget[a] > budget[pc.options[best].agg] + 1e-12;
+              const bool better =
+                  best >= 0 && (fits ? rem[o] > rem[best] + 1e-12
+                                     : budget[a] > budget[pc.options[best].agg] + 1e-12);
               if (best < 0 || (fits && !best_fits) || (fits == best_fits && better)) {
                 best = static_cast<int>(o);
                 best_fits = fits;

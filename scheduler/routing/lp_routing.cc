@@ -24,13 +24,31 @@ uint64_t RoundSeed(uint64_t seed, uint64_t job, uint64_t round) {
   return z ^ (z >> 31);
 }
 
+// The job's LP columns: λ, the shares, one column per path of every option of a pair -- of a
+// group of pairs when JobCandidates::groups is set -- and per stream its paths (and its total
+// when grouped).
 int64_t CountColumns(const JobCandidates& c) {
   int64_t n = 1 + static_cast<int64_t>(c.ps.size());
-  for (const PairCandidates& p : c.pairs) {
+  auto add_options = [&](const PairCandidates& p) {
     for (const AggregationOption& o : p.options) n += static_cast<int64_t>(o.paths.size());
+  };
+  if (c.groups.empty()) {
+    for (const PairCandidates& p : c.pairs) add_options(p);
+  } else {
+    for (const std::vector<int>& group : c.groups) add_options(c.pairs[group[0]]);
   }
-  for (const auto& [key, paths] : c.streams) n += static_cast<int64_t>(paths.size());
+  for (const auto& [key, paths] : c.streams) {
+    n += static_cast<int64_t>(paths.size()) + (c.groups.empty() ? 0 : 1);
+  }
   return n;
+}
+
+// The symmetry reduction (PlanningOptions::lp_symmetry_min_columns) when the job's per-worker LP
+// is large.
+void MaybeGroup(const Network& net, const PlanningOptions& options, JobCandidates* c) {
+  if (options.lp_symmetry_min_columns >= 0 && CountColumns(*c) > options.lp_symmetry_min_columns) {
+    GroupInterchangeablePairs(net, c);
+  }
 }
 
 // Sequential mode's view of the network for the next job: on every resource the share a new job
@@ -84,13 +102,16 @@ std::string BoundSource(const LpOutcome& outcome) { return outcome.bound_source;
 namespace {
 
 // Standalone bound of one job: its LP alone on the network with free shares.
-absl::Status StandaloneBound(Context& ctx, const JobCandidates& c, std::optional<double>* bound,
-                             JobDiagnostics* d) {
+// `warm`: start from the basis of the same candidates' LP with free shares solved earlier in THIS
+// planning (the sequential mode's routing LP of the job over its residual). Only then: a basis
+// left by an earlier planning (the process-wide cache) would make the bound depend on the
+// process's history in its last bits (the warm and the cold solve agree only up to CLP's
+// tolerances), and plans must be equal for equal inputs.
+absl::Status StandaloneBound(Context& ctx, const JobCandidates& c, bool warm,
+                             std::optional<double>* bound, JobDiagnostics* d) {
   std::vector<JobCandidates> one{c};
   RoutingLp lp = BuildRoutingLp(ctx.net, ctx.net.residuals(), one, true);
-  // Only the optimum's value is used: warm-started from the basis of the same candidates' LP
-  // (solved over the residual just before, or in an earlier re-plan).
-  auto out = SolveRoutingLp(lp, one, true, ctx.opt.lp_time_limit_s, lp::WarmStart{.use = true});
+  auto out = SolveRoutingLp(lp, one, true, ctx.opt.lp_time_limit_s, lp::WarmStart{.use = warm});
   if (!out.ok()) return out.status();
   *bound = out->bound;
   d->lp_bound_source = BoundSource(*out);
@@ -122,6 +143,7 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
   for (int j = 0; j < n; ++j) {
     cands[j] = Candidates(ctx, net.residuals(), j, &fixed[j]);
     AddPlanToCandidates(net, atp[j], &cands[j]);
+    MaybeGroup(net, input.options, &cands[j]);
     columns += CountColumns(cands[j]);
   }
   const bool joint = n > 1 && columns <= input.options.joint_lp_max_columns;
@@ -201,7 +223,7 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
         result.diagnostics[j].lp_bound_source = BoundSource(*outcome);
       } else {
         absl::Status s =
-            StandaloneBound(ctx, cands[j], &result.lp_bound_gbps[j], &result.diagnostics[j]);
+            StandaloneBound(ctx, cands[j], false, &result.lp_bound_gbps[j], &result.diagnostics[j]);
         if (!s.ok()) return s;
       }
     }
@@ -231,6 +253,7 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
           RouteAtp(net, ctx.cache, residual, j, AtpOptions{.two_level = false, .sharded = false});
       AddPlanToCandidates(net, floor, &c);
       AddPlanToCandidates(net, atp[j], &c);
+      MaybeGroup(net, input.options, &c);
       std::vector<JobCandidates> one{c};
       const bool free = !shares.has_value();
       RoutingLp lp = BuildRoutingLp(net, residual, one, free);
@@ -294,8 +317,8 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
   result = std::move(chosen.result);
   for (int j = 0; j < n; ++j) {
     if (result.diagnostics[j].lp_bound_source.empty()) {
-      absl::Status s = StandaloneBound(ctx, chosen.candidates[j], &result.lp_bound_gbps[j],
-                                       &result.diagnostics[j]);
+      absl::Status s = StandaloneBound(ctx, chosen.candidates[j], !fixed[j].has_value(),
+                                       &result.lp_bound_gbps[j], &result.diagnostics[j]);
       if (!s.ok()) return s;
     }
   }

@@ -16,7 +16,8 @@
 //   Σ r aggregated at switch a <= residual C_a
 //   Σ r unaggregated at s + Σ_q y_{·,s,q} <= residual B_s
 // Variables are Gbps. The optimum bounds λ of every plan whose routes are among the candidates
-// (single-level aggregation, any split). Size: O(W · P · (options · k)) columns.
+// (single-level aggregation, any split). Size: O(W · P · (options · k)) columns; with the job's
+// workers grouped per ToR (GroupInterchangeablePairs) O(ToRs · P · (options · k)).
 //
 // Rounding: for every pair pick an option with probability proportional to its rate in the LP
 // and a path in proportion to the path rates; every used (switch, PS) stream picks a path in
@@ -61,6 +62,9 @@ struct JobCandidates {
   std::vector<PairCandidates> pairs;                         // pairs with worker != PS
   std::vector<std::pair<int, int>> local;                    // (worker, ps_index) with worker == PS
   std::map<std::pair<int, int>, std::vector<Path>> streams;  // (switch, PS node) -> paths
+  // Interchangeable pairs merged in the LP (GroupInterchangeablePairs): each entry lists pair
+  // indices (into `pairs`) modelled by one group of columns; empty: every pair alone.
+  std::vector<std::vector<int>> groups;
 };
 
 // Candidates for `job` with the given PS nodes and shares.
@@ -70,6 +74,25 @@ JobCandidates BuildCandidates(const Network& network, PathCache& paths, int job,
 // Adds the routes of `plan` (flows aggregated at switches or PSs of the candidates, streams) as
 // options/paths. Flows toward a PS that is not among the candidates' PSs are ignored.
 void AddPlanToCandidates(const Network& network, const RoutedJob& plan, JobCandidates* candidates);
+
+// Symmetry reduction of the LP (issue 15: k=32 / 1024 workers). The job's workers behind one ToR
+// -- single-homed hosts on the same switch, not among the job's PSs, with a pair toward every PS --
+// are interchangeable for the LP: their candidates differ only in the first arc (each worker's own
+// access link), and that arc carries λ whatever the routing (Σ_s x_s λ). So the LP needs one
+// group of columns per (ToR, PS, option, path) instead of one per worker: BuildRoutingLp models
+// group g of m workers by columns R = Σ_w r_w (demand Σ R = m·x_s λ, coupling Σ_p R <= m·Σ_q y,
+// the access links as Σ R / m <= the smallest of the members' residuals, or against every
+// member's row when a member also works for another job of a joint LP; each stream's total
+// Σ_q y as one column of its own) and RoundChoice gives the members back their own (option,
+// path) by apportioning them in proportion to R. Exact: the
+// even split R / m of a grouped solution is a solution of the per-worker LP and the sum of a
+// per-worker solution one of the grouped LP, so both have the same optimum (the LP bound does
+// not change). Before grouping, the members' options are made equal: each member gets the union
+// of the group's options (routes added by AddPlanToCandidates may differ per worker), in the
+// order they first appear. Sets `candidates->groups` (every pair in exactly one group, in pair
+// order of their first member; singleton groups for the other pairs). Deterministic; O(pairs ·
+// options · k · L).
+void GroupInterchangeablePairs(const Network& network, JobCandidates* candidates);
 
 // One integral choice: per pair (option, path); per used (switch, PS node) the stream path.
 struct Choice {
@@ -90,7 +113,10 @@ struct RoutingLp {
   // sends leaves over its out arcs, so λ <= Σ of their residuals); kInfinity otherwise.
   double egress_bound = lp::kInfinity;
   struct JobColumns {
-    std::vector<std::vector<std::vector<int>>> r;       // pair, option, path
+    // Per group of JobCandidates::groups (per pair when there are none), option, path: columns
+    // of the group's total rate (the options and paths of its first member).
+    std::vector<std::vector<std::vector<int>>> r;
+    std::vector<std::vector<int>> members;  // per entry of r: its pairs (one without groups)
     std::map<std::pair<int, int>, std::vector<int>> y;  // (switch, PS node) -> path columns
     std::vector<int> z;                                 // per PS, free shares only
   };
@@ -142,7 +168,12 @@ absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
                                          const std::vector<JobCandidates>& jobs, bool free_shares,
                                          double time_limit_s, const lp::WarmStart& warm = {});
 
-// Randomised rounding of job `j` of the LP solution; `rng` nullptr = deterministic (argmax).
+// Randomised rounding of job `j` of the LP solution; `rng` nullptr = deterministic (argmax). A
+// group of m pairs: without `rng` its members are dealt to options in proportion to the option
+// rates by largest remainders, then within each option to paths the same way, so the members'
+// choices keep the LP's aggregate up to one member per option and path; with `rng` each member
+// draws its option, then its path, in proportion to the rates (as a pair alone does). For m = 1
+// this is the per-pair rule.
 Choice RoundChoice(const JobCandidates& candidates, const RoutingLp::JobColumns& columns,
                    const std::vector<double>& values, std::mt19937_64* rng);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,6 +49,8 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
  public:
   explicit Service(const EmulatedSwitchOptions& options)
       : device_id_(options.device_id), deviations_(options.deviations) {
+    if (!options.write_log_path.empty())
+      write_log_ = std::fopen(options.write_log_path.c_str(), "a");
     if (options.p4info.has_value()) {
       *config_.mutable_p4info() = *options.p4info;
       has_config_ = true;
@@ -55,7 +58,23 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     }
   }
 
+  ~Service() override {
+    if (write_log_ != nullptr) std::fclose(write_log_);
+  }
+
   uint64_t device_id() const { return device_id_; }
+
+  // One line of the write log (see EmulatedSwitchOptions::write_log_path).
+  void LogWrite(const char* rpc, bool has_election_id, absl::uint128 election_id,
+                const grpc::Status& result) {
+    if (write_log_ == nullptr) return;
+    std::fprintf(
+        write_log_, "%s election_id=%llu:%llu result=%d\n", rpc,
+        has_election_id ? static_cast<unsigned long long>(absl::Uint128High64(election_id)) : 0ULL,
+        has_election_id ? static_cast<unsigned long long>(absl::Uint128Low64(election_id)) : 0ULL,
+        static_cast<int>(result.error_code()));
+    std::fflush(write_log_);
+  }
 
   int64_t NumTableEntries() const {
     absl::MutexLock lock(&mu_);
@@ -75,8 +94,11 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     if (grpc::Status s = CheckPrimary(request->role(), request->has_election_id(),
                                       ToUint128(request->election_id()));
         !s.ok()) {
+      LogWrite("write", request->has_election_id(), ToUint128(request->election_id()), s);
       return s;
     }
+    LogWrite("write", request->has_election_id(), ToUint128(request->election_id()),
+             grpc::Status::OK);
     if (state_ == nullptr) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no forwarding pipeline");
     }
@@ -141,8 +163,11 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     if (grpc::Status s = CheckPrimary(request->role(), request->has_election_id(),
                                       ToUint128(request->election_id()));
         !s.ok()) {
+      LogWrite("set_pipeline", request->has_election_id(), ToUint128(request->election_id()), s);
       return s;
     }
+    LogWrite("set_pipeline", request->has_election_id(), ToUint128(request->election_id()),
+             grpc::Status::OK);
     auto verify = [&]() -> absl::Status {
       if (!request->has_config()) return absl::InvalidArgumentError("no config in the request");
       if (!request->config().has_p4info())
@@ -417,6 +442,7 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
 
   const uint64_t device_id_;
   const Bmv2Deviations deviations_;
+  std::FILE* write_log_ = nullptr;  // guarded by mu_ (written under it)
 
   // Serialises arbitration decisions with the answers they cause. Order: send_mu_, mu_,
   // Stream::write_mu.

@@ -70,6 +70,10 @@ struct EmulatedSwitchOptions {
   // client sets one.
   std::optional<p4::config::v1::P4Info> p4info;
   Bmv2Deviations deviations;
+  // Non-empty: every Write and SetForwardingPipelineConfig is appended to this file as one line
+  // "<rpc> election_id=<high>:<low> result=<grpc code>" once arbitration decided it (tests of
+  // controller fencing read it: docs/ha.md).
+  std::string write_log_path;
 };
 
 class EmulatedSwitch {

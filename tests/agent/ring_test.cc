@@ -150,8 +150,12 @@ TEST(RingAgentTest, MemberOptionsFromTheJobConfig) {
   EXPECT_EQ(h3->tag, (2u << 30) + 5 * 64 + 63);
   EXPECT_EQ(h3->prev_address, *core::ParseIpv4("10.0.0.1"));
   EXPECT_EQ(h3->next_address, *core::ParseIpv4("10.0.0.4"));
-  EXPECT_EQ(RingMemberFor(*config, "h1").status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(RingMemberFor(*config, "h2").status().code(), absl::StatusCode::kUnimplemented);
+  // The agent of an abstract rack is on the ring; a rack worker is not.
+  auto h1 = RingMemberFor(*config, "h1");
+  ASSERT_TRUE(h1.ok()) << h1.status();
+  EXPECT_EQ(h1->rank, 0);
+  EXPECT_EQ(h1->next_address, *core::ParseIpv4("10.0.0.3"));
+  EXPECT_EQ(RingMemberFor(*config, "h2").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(RingMemberFor(*config, "h9").status().code(), absl::StatusCode::kNotFound);
   // Bad input names the field.
   auto bad = ParseJobConfig(

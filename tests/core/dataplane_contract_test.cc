@@ -30,6 +30,7 @@
 #include "absl/strings/str_join.h"
 #include "core/generators.h"
 #include "core/plan.h"
+#include "core/ring_intents.h"
 
 namespace inac::core {
 namespace {
@@ -475,6 +476,165 @@ TEST(DataplaneContractTest, ChainsOfAggregators) {
     if (HasFailure()) return;
   }
   EXPECT_GT(chained, 10) << "the generator must make chains";
+}
+
+// A random ring all-reduce plan in the shape scheduler::RingToJobPlan makes (Rina): racks behind
+// INA-capable ToRs become abstract members (an agent, the rack's other workers aggregated at the
+// ToR), other hosts plain members; each hop is routed between the members' ports (the ToR of an
+// abstract rack, else the host) on a random shortest path, sometimes in two parts.
+JobPlan RandomRingPlan(const Topology& t, std::mt19937& rng, JobId id) {
+  Graph g(t);
+  std::map<std::string, std::vector<std::string>> rack_hosts;  // ToR -> hosts
+  for (const Host& h : t.hosts) {
+    const int v = g.index(h.id);
+    if (!g.out_arcs(v).empty()) rack_hosts[g.name(g.arc(g.out_arcs(v)[0]).to)].push_back(h.id);
+  }
+  JobPlan jp;
+  jp.job_id = id;
+  jp.generation = rng() % 6;
+  std::map<std::string, std::string> port_of;  // member -> its port
+  std::vector<std::string> members;
+  for (auto& [tor, hosts] : rack_hosts) {
+    std::shuffle(hosts.begin(), hosts.end(), rng);
+    const int take = static_cast<int>(rng() % (hosts.size() + 1));
+    if (take == 0) continue;
+    if (g.ina_capable(g.index(tor)) && rng() % 3 != 0) {
+      const std::string agent = hosts[0];
+      members.push_back(agent);
+      port_of[agent] = tor;
+      for (int w = 1; w < take; ++w) {
+        FlowPlan f;
+        f.worker = hosts[w];
+        f.ps = agent;
+        f.aggregation_node = tor;
+        f.path = {hosts[w], tor};
+        jp.flows.push_back(std::move(f));
+      }
+      jp.aggregator_paths.push_back({tor, agent, {tor, agent}});
+      jp.aggregators[tor] = 1 + rng() % 64;
+    } else {
+      for (int w = 0; w < take; ++w) {
+        members.push_back(hosts[w]);
+        port_of[hosts[w]] = hosts[w];
+      }
+    }
+  }
+  std::shuffle(members.begin(), members.end(), rng);
+  jp.ring = members;
+  const int n = static_cast<int>(members.size());
+  for (int i = 0; n > 1 && i < n; ++i) {
+    const std::string& from = port_of[members[i]];
+    const std::string& to = port_of[members[(i + 1) % n]];
+    const int parts = 1 + static_cast<int>(rng() % 2);
+    for (int part = 0; part < parts; ++part) {
+      FlowPlan f;
+      f.worker = from;
+      f.ps = members[(i + 1) % n];
+      f.aggregation_node = to;
+      f.path = RandomShortestPath(g, g.index(from), g.index(to), rng);
+      f.fraction = 1.0 / parts;
+      jp.flows.push_back(std::move(f));
+    }
+  }
+  return jp;
+}
+
+// Rina (docs/rina.md "Data plane"): every abstract rack's workers reach their agent exactly once
+// (aggregated at the ToR, or all of it falling back), the agent's result reaches every worker of
+// the rack once; every ring hop's data reaches the next member and its acknowledgement (flag
+// AGGREGATE) the previous one, addressed to them, with nothing aggregated on the way.
+TEST(DataplaneContractTest, RinaRacksAndRingHops) {
+  std::mt19937 rng(20261127);
+  int racks = 0, hops = 0;
+  for (int round = 0; round < 30; ++round) {
+    GeneratorOptions o;
+    o.ina = *ParseInaPlacement(round % 3 == 0 ? "tor" : round % 3 == 1 ? "all" : "random:0.5");
+    o.seed = 300 + round;
+    Topology t = round % 2 == 0 ? *GenerateLeafSpine(4, 2, 4, o) : *GenerateFatTree(4, o);
+    Plan plan;
+    plan.version = 1;
+    plan.memory_policy = round % 2 ? "esa" : "switchml";
+    if (round % 4 == 3) plan = RandomPlan(t, rng, 1);  // a PS job beside the ring
+    plan.jobs.push_back(RandomRingPlan(t, rng, 9));
+    const JobPlan& jp = plan.jobs.back();
+    const auto intents = DeriveSwitchIntents(t, plan);
+    const std::string name = absl::StrCat("ring round ", round);
+    for (const RingRackPlan& rack : RingRacksOf(jp)) {
+      if (rack.workers.empty()) continue;
+      ++racks;
+      const uint32_t tag = RingRackTag(jp.job_id, rack.index, jp.generation);
+      for (bool aggregate : {true, false}) {
+        SCOPED_TRACE(
+            absl::StrCat(name, " rack ", rack.tor, aggregate ? " aggregated" : " fallback"));
+        ContractInterpreter fabric(t, intents, aggregate);
+        for (const std::string& w : rack.workers) {
+          Packet p;
+          p.tag = tag;
+          p.src = NodeAddress(t, w);
+          p.dst = NodeAddress(t, rack.agent);
+          p.contents = {w};
+          fabric.Inject(w, p);
+        }
+        EXPECT_TRUE(fabric.errors.empty()) << absl::StrJoin(fabric.errors, "\n");
+        std::multiset<std::string> at_agent;
+        for (const Arrival& a : fabric.arrivals) {
+          EXPECT_EQ(a.host, rack.agent);
+          EXPECT_EQ(a.mac, NodeMac(t, rack.agent));
+          at_agent.insert(a.packet.contents.begin(), a.packet.contents.end());
+        }
+        EXPECT_EQ(at_agent, std::multiset<std::string>(rack.workers.begin(), rack.workers.end()));
+      }
+      SCOPED_TRACE(absl::StrCat(name, " rack ", rack.tor, " result"));
+      ContractInterpreter fabric(t, intents, true);
+      Packet result;
+      result.tag = tag;
+      result.flags = kResult;
+      result.src = NodeAddress(t, rack.agent);
+      result.dst = NodeAddress(t, rack.workers.front());
+      fabric.Inject(rack.agent, result);
+      EXPECT_TRUE(fabric.errors.empty()) << absl::StrJoin(fabric.errors, "\n");
+      std::map<std::string, int> copies, want;
+      for (const Arrival& a : fabric.arrivals) {
+        ++copies[a.host];
+        EXPECT_EQ(a.packet.dst, NodeAddress(t, a.host));
+      }
+      for (const std::string& w : rack.workers) want[w] = 1;
+      EXPECT_EQ(copies, want);
+    }
+    const int n = static_cast<int>(jp.ring.size());
+    const uint32_t hop_tag = RingHopTag(jp.job_id, jp.generation);
+    for (int i = 0; n > 1 && i < n; ++i) {
+      ++hops;
+      const std::string& from = jp.ring[i];
+      const std::string& to = jp.ring[(i + 1) % n];
+      for (uint8_t flags : {uint8_t{0}, kAggregate}) {
+        // Data from -> to; the acknowledgement to -> from.
+        const std::string& src = flags == 0 ? from : to;
+        const std::string& dst = flags == 0 ? to : from;
+        SCOPED_TRACE(absl::StrCat(name, " hop ", src, " -> ", dst, " flags ", int{flags}));
+        ContractInterpreter fabric(t, intents, true);
+        Packet p;
+        p.tag = hop_tag;
+        p.flags = flags;
+        p.src = NodeAddress(t, src);
+        p.dst = NodeAddress(t, dst);
+        p.contents = {src};
+        fabric.Inject(src, p);
+        EXPECT_TRUE(fabric.errors.empty()) << absl::StrJoin(fabric.errors, "\n");
+        ASSERT_EQ(fabric.arrivals.size(), 1u);
+        EXPECT_EQ(fabric.arrivals[0].host, dst);
+        EXPECT_EQ(fabric.arrivals[0].mac, NodeMac(t, dst));
+        EXPECT_EQ(fabric.arrivals[0].packet.contents, std::multiset<std::string>{src});
+      }
+    }
+    // Nothing of the ring's hops is aggregated anywhere.
+    for (const SwitchIntent& si : intents) {
+      for (const auto& j : si.jobs) EXPECT_NE(j.tag, hop_tag) << si.switch_id;
+    }
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(racks, 10);
+  EXPECT_GT(hops, 30);
 }
 
 }  // namespace

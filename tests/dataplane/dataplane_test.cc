@@ -493,5 +493,122 @@ TEST_P(DataplaneLossTest, LossIsRepairedByRetransmissionAndSumsStayExact) {
 
 INSTANTIATE_TEST_SUITE_P(Loss, DataplaneLossTest, ::testing::Values(1, 5));
 
+// Rina (issue 17, docs/rina.md "Data plane"): a ring all-reduce job over one INA rack (lf0: an
+// agent and two rack workers) and two plain racks (lf1, lf2: one member each). The controller
+// plans it as Rina and pushes the rack's tag to lf0 and the ring hops' routes; the rack workers
+// send to lf0, which sums them toward the agent; the agent adds its own gradient, runs the ring
+// with the two members through lf0, sp0, lf1, lf2 and sends the result to lf0, which multicasts it
+// to the rack. Every worker checks every lane against the exact sum of all five gradients. The
+// measured goodput and the plan's prediction are printed (docs/rina.md has them).
+TEST_F(DataplaneTest, RinaRingAllReduceAggregatesTheRackAtItsTorExactly) {
+  core::Topology t = LeafSpine(3, 1, 3, {.ina = core::InaPlacement::Kind::kAll});
+  for (core::Switch& s : t.switches) {
+    if (s.id != "lf0") s.ina = core::InaConfig{};
+  }
+  StartLab(t);
+  if (HasFatalFailure()) return;
+  constexpr int64_t kBytes = 65536, kIterations = 5;
+  const std::vector<std::string> workers = {"h0_0", "h0_1", "h0_2", "h1_0", "h2_0"};
+  Json body = fixtures::JobJson({.name = "rina",
+                                 .workers = workers,
+                                 .gradient_bytes = kBytes,
+                                 .compute_ms = 10,
+                                 .iterations = 1000});
+  body["allreduce"] = "ring";
+  const int64_t job = SubmitAndAwaitRunning(body);
+  ASSERT_GT(job, 0);
+  Rest rest(host_port_);
+  Response config = rest.Get(absl::StrCat("/jobs/", job, "/config"));
+  ASSERT_EQ(config.status, 200);
+  std::map<std::string, std::string> role;
+  for (const Json& r : config.body["ring_roles"]) role[r["worker"]] = r["role"];
+  std::printf("[ info ] ring %s, roles %s, tags %s\n", config.body["ring"].dump().c_str(),
+              config.body["ring_roles"].dump().c_str(), config.body["tags"].dump().c_str());
+  ASSERT_EQ(config.body["ring"].size(), 3u) << config.text;
+  std::string agent;
+  for (const auto& [w, r] : role) {
+    if (r == "agent") agent = w;
+  }
+  ASSERT_EQ(agent.rfind("h0_", 0), 0u) << config.text;
+  EXPECT_EQ(role["h1_0"], "member");
+  EXPECT_EQ(role["h2_0"], "member");
+  ASSERT_EQ(config.body["tags"].size(), 1u);
+  ASSERT_EQ(config.body["tags"][0]["aggregators"].size(), 1u);
+  EXPECT_EQ(config.body["tags"][0]["aggregators"][0]["switch"], "lf0");
+  // The agent first (Wait gives runs[0] 30 s after the others).
+  std::vector<std::string> order = {agent};
+  for (const std::string& w : workers) {
+    if (w != agent) order.push_back(w);
+  }
+  AllReduce a;
+  for (const std::string& w : order) {
+    const std::vector<std::string> args = {"worker",
+                                           "--job",
+                                           absl::StrCat(job),
+                                           "--worker",
+                                           w,
+                                           "--netns",
+                                           ns_[w],
+                                           "--server",
+                                           url_,
+                                           "--json",
+                                           "--check",
+                                           "--size",
+                                           absl::StrCat(kBytes),
+                                           "--iterations",
+                                           absl::StrCat(kIterations),
+                                           "--give-up-ms",
+                                           "20000",
+                                           "--window",
+                                           "16",
+                                           "--timeout-ms",
+                                           "50"};
+    const std::string log = absl::StrCat(dir_, "/worker-", job, "-", w, ".log");
+    auto p = ChildProcess::Start(args, log);
+    ASSERT_TRUE(p.ok()) << p.status();
+    a.procs.push_back(*std::move(p));
+    a.runs.push_back({w, -1, Json(), log});
+  }
+  const int64_t started_ms = absl::ToUnixMillis(absl::Now());
+  std::vector<AgentRun> runs = Wait(std::move(a), absl::Seconds(60));
+  const int64_t finished_ms = absl::ToUnixMillis(absl::Now()) + 500;
+  double slowest_ms = 0;
+  for (const AgentRun& r : runs) {
+    EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+    ASSERT_TRUE(r.report.is_object()) << r.host << ": no report";
+    EXPECT_EQ(r.report.value("check", ""), "ok") << r.host << ": " << r.report.dump();
+    slowest_ms = std::max(slowest_ms, r.report.value("time_ms", 0.0));
+    std::printf("[ info ] %s (%s): %s\n", r.host.c_str(), role[r.host].c_str(),
+                r.report.dump().c_str());
+  }
+  // The agent counted each rack worker's chunk once per iteration, most of them summed by lf0.
+  const Json& rack = runs[0].report["rack"];
+  ASSERT_TRUE(rack.is_object()) << runs[0].report.dump();
+  const int64_t chunks = (kBytes / 4 + 61) / 62;
+  EXPECT_EQ(rack["contributions"]["total"].get<int64_t>(), 2 * chunks * kIterations);
+  EXPECT_GT(rack["contributions"]["in_network"].get<int64_t>(), 0);
+  EXPECT_EQ(rack["packets"]["violation"].get<int64_t>(), 0);
+  Json counters = AwaitCounters(job, finished_ms);
+  std::printf("[ info ] switch counters: %s\n", counters.dump().c_str());
+  EXPECT_GT(counters.value("aggregated_packets", int64_t{0}), 0);
+  // Goodput (algbw: gradient bytes / mean iteration time of the slowest worker) against the
+  // plan's prediction (gradient bytes / comm_ms).
+  Response plan = rest.Get("/plan");
+  ASSERT_EQ(plan.status, 200);
+  double comm_ms = 0;
+  for (const Json& jp : plan.body["jobs"]) {
+    if (jp.value("job_id", int64_t{0}) == job) comm_ms = jp.value("comm_ms", 0.0);
+  }
+  const double measured_gbps = slowest_ms > 0 ? kBytes * 8 / (slowest_ms * 1e6) : 0;
+  const double predicted_gbps = comm_ms > 0 ? kBytes * 8 / (comm_ms * 1e6) : 0;
+  std::printf(
+      "[ info ] rina through BMv2: %lld bytes x %lld iterations in %.1f s; mean iteration %.1f ms"
+      " (slowest worker): algbw %.4f Gbps measured, %.2f Gbps predicted by the plan (comm %.4f"
+      " ms), ratio %.5f\n",
+      static_cast<long long>(kBytes), static_cast<long long>(kIterations),
+      (finished_ms - 500 - started_ms) / 1000.0, slowest_ms, measured_gbps, predicted_gbps, comm_ms,
+      predicted_gbps > 0 ? measured_gbps / predicted_gbps : 0.0);
+}
+
 }  // namespace
 }  // namespace inac::systest

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "core/generators.h"
 #include "core/ring_intents.h"
 #include "scheduler/planner.h"
@@ -267,6 +270,66 @@ TEST(RinaTest, ComputePlanPlansRingJobsAsRina) {
   EXPECT_TRUE(roles[3].agent.empty());
   EXPECT_EQ(core::RingRackTag(7, 2, 5), (1u << 30) + 7 * 64 + 2);
   EXPECT_EQ(core::RingHopTag(7, 0), 7u * 64 + 63);
+}
+
+// Ring jobs are pushed as Rina (docs/rina.md "Data plane"): the INA ToR of the abstract rack
+// aggregates the rack's other workers toward the agent (an ina_job entry of the rack's tag, an
+// input per worker, the result multicast to them) with aggregators granted from the pool (the
+// 100 MB gradient wants more than lf0's 1000); the ring hops get routes both ways (data to the
+// next member, acknowledgements back) and no aggregation; every ring member gets an ina_host
+// entry.
+TEST(RinaTest, ComputePlanPushesRackAggregationAndRingHops) {
+  const core::Topology t = ThreeRacks({"lf0"});
+  PlanRequest request;
+  request.topology = &t;
+  core::Job job;
+  job.id = 7;
+  job.spec = RingInput(t, kAllSeven).jobs[0].spec;
+  request.jobs.push_back(job);
+  auto out = ComputePlan(request);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const core::JobPlan& jp = out->plan.jobs[0];
+  ASSERT_EQ(jp.aggregators.count("lf0"), 1u);
+  EXPECT_EQ(jp.aggregators.at("lf0"), 1000);
+  const uint32_t rack_tag = core::RingRackTag(7, 0, jp.generation);
+  const uint32_t hop_tag = core::RingHopTag(7, jp.generation);
+  std::map<std::string, const core::SwitchIntent*> by_id;
+  for (const core::SwitchIntent& si : out->intents) by_id[si.switch_id] = &si;
+  const core::SwitchIntent& lf0 = *by_id.at("lf0");
+  ASSERT_EQ(lf0.jobs.size(), 1u);
+  EXPECT_EQ(lf0.jobs[0].tag, rack_tag);
+  EXPECT_EQ(lf0.jobs[0].fan_in, 2u);
+  EXPECT_EQ(lf0.jobs[0].upstream_address, core::NodeAddress(t, "h0_0"));
+  EXPECT_EQ(lf0.jobs[0].self_address, core::NodeAddress(t, "lf0"));
+  EXPECT_EQ(lf0.jobs[0].window, 1000u);
+  std::set<uint32_t> inputs;
+  for (const auto& in : lf0.inputs) inputs.insert(in.source_address);
+  EXPECT_EQ(inputs,
+            (std::set<uint32_t>{core::NodeAddress(t, "h0_1"), core::NodeAddress(t, "h0_2")}));
+  ASSERT_EQ(lf0.multicast_groups.size(), 1u);
+  EXPECT_EQ(lf0.multicast_groups[0].egress_ports.size(), 2u);
+  int hop_routes = 0;
+  for (const core::SwitchIntent& si : out->intents) {
+    for (const auto& j : si.jobs) EXPECT_NE(j.tag, hop_tag);
+    for (const auto& r : si.routes) hop_routes += r.tag == hop_tag;
+  }
+  // 5 hops: h0_0 -> h1_0 (lf0, sp0, lf1), h1_0 -> h1_1 (lf1), h1_1 -> h2_0 (lf1, sp0, lf2),
+  // h2_0 -> h2_1 (lf2), h2_1 -> h0_0 (lf2, sp0, lf0): 11 switches, twice (data and acks).
+  EXPECT_EQ(hop_routes, 22);
+  std::set<std::string> with_host_port;
+  for (const core::SwitchIntent& si : out->intents) {
+    for (const auto& h : si.host_ports) {
+      for (const std::string& w : kAllSeven) {
+        if (h.address == core::NodeAddress(t, w)) with_host_port.insert(w);
+      }
+    }
+  }
+  EXPECT_EQ(with_host_port.size(), kAllSeven.size());
+  // Policy no_ina: no grant; the ToR still has the rack's entries (chunks go on unaggregated).
+  request.options.memory_policy = "no_ina";
+  out = ComputePlan(request);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->plan.jobs[0].aggregators.empty());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -281,18 +282,26 @@ TEST_F(InaCountersTest, CountersOfAFinishedJobAreDropped) {
   EXPECT_FALSE(absl::StrContains(Metrics(), absl::StrCat("inac_ina_packets_total{job=\"", id)));
 }
 
-TEST_F(InaCountersTest, RingJobHasNoCounters) {
+// A ring job is planned as Rina (docs/rina.md): the ToR of every rack with INA aggregates the
+// rack toward its agent, so the job has counter cells there and nowhere else (the ring's hops are
+// routes, not aggregations).
+TEST_F(InaCountersTest, RingJobCountsOnlyItsRackAggregations) {
   Json spec = SmallLeafSpineJob("ring");
   spec.erase("parameter_servers");
   spec["allreduce"] = "ring";
   int64_t id = server_.Submit(spec);
   ASSERT_GT(id, 0);
   ASSERT_TRUE(server_.Sync().ok());
+  std::vector<Aggregation> racks = AggregationsOf(id);
+  ASSERT_FALSE(racks.empty()) << "no rack aggregation for a ring job on INA-capable ToRs";
+  for (const Aggregation& a : racks) SetCounters(a, id, 11, 0, 0);
+  ASSERT_TRUE(server_.Sync().ok());
   Json c = Counters(id);
-  EXPECT_EQ(c, (Json{{"switches", Json::array()},
-                     {"aggregated_packets", 0},
-                     {"fallback_packets", 0},
-                     {"preempted_packets", 0}}));
+  std::set<std::pair<std::string, uint32_t>> want, got;
+  for (const Aggregation& a : racks) want.insert({a.switch_id, a.tag});
+  for (const auto& [key, sample] : BySwitchTag(c)) got.insert(key);
+  EXPECT_EQ(got, want) << c.dump();
+  EXPECT_EQ(c["aggregated_packets"], 11 * static_cast<int64_t>(racks.size())) << c.dump();
   // Only GET /jobs/{id} carries the counters; the list keeps the plain job document.
   Reply list = server_.Get("/api/v1/jobs");
   ASSERT_EQ(list.status, 200);

@@ -171,6 +171,16 @@ TEST(JobConfigBuilderTest, RingJobGetsRolesNeighboursAndTheRackTag) {
   EXPECT_FALSE(roles[2].contains("rack_tag"));
   EXPECT_EQ(roles[3]["next"]["id"], "h1");
   EXPECT_EQ(j["ring"], (std::vector<std::string>{"h1", "h3", "h4"}));
+  // The rack's tag for the agents (docs/rina.md "Data plane"): the agent is its PS, the rack's
+  // other workers its members, aggregated at the ToR; plain members have no tag.
+  ASSERT_EQ(c.tags.size(), 1u);
+  EXPECT_EQ(c.tags[0].tag, (1u << 30) + 9 * 64);
+  EXPECT_EQ(c.tags[0].ps, "h1");
+  EXPECT_EQ(c.tags[0].ps_address, core::NodeAddress(t, "h1"));
+  EXPECT_EQ(c.tags[0].share, 1.0);
+  ASSERT_EQ(c.tags[0].members.size(), 1u);
+  EXPECT_EQ(c.tags[0].members[0].worker, "h2");
+  EXPECT_EQ(c.tags[0].members[0].aggregation_node, "l0");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The contract of core/ports.h, run against every implementation: InMemoryStorage, SqliteStorage
-// on ":memory:" and SqliteStorage on a real temporary file. The fakes other layers test with are
-// thereby held to the same semantics as production storage.
+// on ":memory:", SqliteStorage on a real temporary file, and EtcdStorage on a one-member etcd
+// started by the test (tests/ha/etcd_cluster.h; skipped when no etcd binary is installed). The
+// fakes other layers test with are thereby held to the same semantics as production storage.
 #include <functional>
 #include <memory>
 #include <string>
@@ -8,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include "core/ports.h"
+#include "storage/etcd/etcd_storage.h"
 #include "storage/sqlite_storage.h"
 #include "storage/testing/in_memory_stores.h"
+#include "tests/ha/etcd_cluster.h"
 #include "tests/storage/test_util.h"
 
 namespace inac::storage {
@@ -24,11 +27,57 @@ using testing::SampleTopology;
 struct Impl {
   std::string name;
   std::function<std::unique_ptr<core::Storage>(const std::string& dir)> make;
+  // Non-empty: why this implementation cannot run here (the test is skipped with it).
+  std::function<std::string()> unavailable = [] { return std::string(); };
+};
+
+// EtcdStorage over a one-member etcd of its own (each test is a process of its own under ctest),
+// with a SqliteStorage on ":memory:" as the local part (plans, switch records, audit).
+class EtcdBacked {
+ public:
+  static std::unique_ptr<core::Storage> Make() {
+    auto* self = new EtcdBacked();  // owned by the storage's deleter below
+    if (auto s = self->cluster_.Start(1); !s.ok()) {
+      ADD_FAILURE() << s;
+      delete self;
+      return nullptr;
+    }
+    auto client = etcd::EtcdClient::Create({self->cluster_.endpoint_list()});
+    auto local = SqliteStorage::Open(":memory:");
+    if (!client.ok() || !local.ok()) {
+      delete self;
+      return nullptr;
+    }
+    self->client_ = std::move(*client);
+    struct Holder : core::Storage {
+      std::unique_ptr<EtcdBacked> owner;
+      std::unique_ptr<etcd::EtcdStorage> storage;
+      core::TopologyStore& topology() override { return storage->topology(); }
+      core::JobStore& jobs() override { return storage->jobs(); }
+      core::PlanStore& plans() override { return storage->plans(); }
+      core::SwitchStateStore& switch_states() override { return storage->switch_states(); }
+      core::EventLog& events() override { return storage->events(); }
+      core::AuditLog& audit() override { return storage->audit(); }
+      absl::StatusOr<core::Snapshot> ReadSnapshot() override { return storage->ReadSnapshot(); }
+      absl::Status Health() override { return storage->Health(); }
+      ~Holder() override { storage.reset(); }
+    };
+    auto holder = std::make_unique<Holder>();
+    holder->owner.reset(self);
+    holder->storage = std::make_unique<etcd::EtcdStorage>(self->client_.get(), std::move(*local),
+                                                          etcd::EtcdStorageOptions{});
+    return holder;
+  }
+
+ private:
+  inac::testing::EtcdCluster cluster_;
+  std::unique_ptr<etcd::EtcdClient> client_;
 };
 
 class StoreContractTest : public ::testing::TestWithParam<Impl> {
  protected:
   void SetUp() override {
+    if (std::string why = GetParam().unavailable(); !why.empty()) GTEST_SKIP() << why;
     storage_ = GetParam().make(dir_.path());
     ASSERT_NE(storage_, nullptr);
   }
@@ -464,6 +513,14 @@ INSTANTIATE_TEST_SUITE_P(
                              auto s = SqliteStorage::Open(dir + "/inac.db");
                              EXPECT_TRUE(s.ok()) << s.status();
                              return s.ok() ? std::move(*s) : nullptr;
+                           }},
+                      Impl{"Etcd", [](const std::string&) { return EtcdBacked::Make(); },
+                           [] {
+                             return inac::testing::FindEtcdBinary().empty()
+                                        ? std::string(
+                                              "no etcd binary (apt-get install "
+                                              "etcd-server): EtcdStorage not tested")
+                                        : std::string();
                            }}),
     [](const ::testing::TestParamInfo<Impl>& info) { return info.param.name; });
 

@@ -528,4 +528,17 @@ absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
   return absl::DeadlineExceededError(absl::StrCat("not converged: ", last));
 }
 
+std::vector<Json> AllJobs(Rest& rest) {
+  std::vector<Json> jobs;
+  int64_t after = 0;
+  for (int page = 0; page < 100; ++page) {
+    Response r = rest.Get(absl::StrCat("/jobs?limit=1000&after=", after));
+    if (r.status != 200) break;
+    for (const Json& j : r.body["jobs"]) jobs.push_back(j);
+    if (r.body["next_after"].is_null()) break;
+    after = r.body["next_after"].get<int64_t>();
+  }
+  return jobs;
+}
+
 }  // namespace inac::systest

@@ -239,6 +239,9 @@ std::optional<ControllerView> FetchView(Rest& rest);
 absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
                                               absl::Duration timeout, int jobs = -1);
 
+// Every job of a controller, all pages of GET /jobs (stops at the first non-200 page).
+std::vector<Json> AllJobs(Rest& rest);
+
 // The jobs of the system tests: fixtures::LongRunningJob (ResNet50, tenant "systest", runs until
 // cancelled).
 using fixtures::LongRunningJob;

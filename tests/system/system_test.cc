@@ -85,20 +85,6 @@ class SystemTest : public ::testing::Test {
   SwitchReader reader_;
 };
 
-// Every job of the controller (all pages).
-std::vector<Json> AllJobs(Rest& rest) {
-  std::vector<Json> jobs;
-  int64_t after = 0;
-  for (int page = 0; page < 100; ++page) {
-    Response r = rest.Get(absl::StrCat("/jobs?limit=1000&after=", after));
-    if (r.status != 200) break;
-    for (const Json& j : r.body["jobs"]) jobs.push_back(j);
-    if (r.body["next_after"].is_null()) break;
-    after = r.body["next_after"].get<int64_t>();
-  }
-  return jobs;
-}
-
 // kill -9 of the controller in the middle of 200 concurrent job submissions (8 client threads,
 // every request with its own Idempotency-Key). After a restart on the same database: every job
 // that got a 201 exists, retrying every submission with its key creates no duplicate (exactly one

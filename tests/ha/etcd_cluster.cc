@@ -1,0 +1,193 @@
+#include "tests/ha/etcd_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "storage/etcd/etcd_client.h"
+
+namespace inac::testing {
+
+namespace {
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string Tail(const std::string& path, size_t max_bytes = 1500) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > max_bytes ? s.substr(s.size() - max_bytes) : s;
+}
+
+}  // namespace
+
+std::string FindEtcdBinary() {
+  if (const char* env = std::getenv("INAC_ETCD"); env && *env) {
+    return access(env, X_OK) == 0 ? env : "";
+  }
+  for (const char* path : {"/usr/bin/etcd", "/usr/local/bin/etcd"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+EtcdCluster::~EtcdCluster() {
+  for (size_t i = 0; i < members_.size(); ++i) Kill(static_cast<int>(i));
+  if (!dir_.empty() && !std::getenv("INAC_KEEP_TEST_DIRS")) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+absl::Status EtcdCluster::Start(int members, absl::Duration timeout) {
+  binary_ = FindEtcdBinary();
+  if (binary_.empty()) return absl::NotFoundError("no etcd binary (apt-get install etcd-server)");
+  std::string pattern = (std::filesystem::temp_directory_path() / "inac-etcd-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+  dir_ = pattern;
+  for (int i = 0; i < members; ++i) {
+    members_.push_back(Member{absl::StrCat("m", i), FreePort(), FreePort(), -1});
+  }
+  for (int i = 0; i < members; ++i) {
+    if (auto s = Spawn(i, false); !s.ok()) return s;
+  }
+  return AwaitWritable(timeout);
+}
+
+absl::Status EtcdCluster::Spawn(int i, bool existing) {
+  Member& m = members_[i];
+  std::vector<std::string> cluster;
+  for (const Member& other : members_) {
+    cluster.push_back(absl::StrCat(other.name, "=http://127.0.0.1:", other.peer_port));
+  }
+  std::string client_url = absl::StrCat("http://127.0.0.1:", m.client_port);
+  std::string peer_url = absl::StrCat("http://127.0.0.1:", m.peer_port);
+  std::vector<std::string> args = {
+      binary_,
+      "--name",
+      m.name,
+      "--data-dir",
+      absl::StrCat(dir_, "/", m.name),
+      "--listen-client-urls",
+      client_url,
+      "--advertise-client-urls",
+      client_url,
+      "--listen-peer-urls",
+      peer_url,
+      "--initial-advertise-peer-urls",
+      peer_url,
+      "--initial-cluster",
+      absl::StrJoin(cluster, ","),
+      "--initial-cluster-state",
+      existing ? "existing" : "new",
+      "--initial-cluster-token",
+      "inac-test",
+      // A fast raft (loopback): leader loss noticed within ~0.5 s.
+      "--heartbeat-interval",
+      "50",
+      "--election-timeout",
+      "500",
+      "--logger",
+      "zap",
+  };
+  std::string log = absl::StrCat(dir_, "/", m.name, ".log");
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary_.c_str(), argv.data());
+    _exit(127);
+  }
+  m.pid = pid;
+  return absl::OkStatus();
+}
+
+void EtcdCluster::Kill(int i) {
+  Member& m = members_[i];
+  if (m.pid <= 0) return;
+  kill(m.pid, SIGKILL);
+  waitpid(m.pid, nullptr, 0);
+  m.pid = -1;
+}
+
+absl::Status EtcdCluster::Restart(int i) {
+  Kill(i);
+  return Spawn(i, true);
+}
+
+absl::Status EtcdCluster::AwaitWritable(absl::Duration timeout) {
+  auto client = storage::etcd::EtcdClient::Create({endpoint_list(), absl::Seconds(1)});
+  if (!client.ok()) return client.status();
+  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
+  absl::Status last = absl::DeadlineExceededError("etcd never answered");
+  while (std::chrono::steady_clock::now() < deadline) {
+    etcdserverpb::TxnRequest txn;
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key("/inac-test/ping");
+    put->set_value("1");
+    auto r = (*client)->Txn(txn);
+    if (r.ok()) return absl::OkStatus();
+    last = r.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("etcd not writable: ", last.message(), "\n", Logs()));
+}
+
+std::vector<std::string> EtcdCluster::endpoint_list() const {
+  std::vector<std::string> out;
+  for (const Member& m : members_) out.push_back(absl::StrCat("http://127.0.0.1:", m.client_port));
+  return out;
+}
+
+std::string EtcdCluster::endpoints() const { return absl::StrJoin(endpoint_list(), ","); }
+
+std::string EtcdCluster::Logs() const {
+  std::string out;
+  for (const Member& m : members_) {
+    absl::StrAppend(&out, "--- etcd ", m.name, ":\n",
+                    Tail(absl::StrCat(dir_, "/", m.name, ".log")));
+  }
+  return out;
+}
+
+}  // namespace inac::testing
