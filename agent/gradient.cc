@@ -111,4 +111,15 @@ absl::Status WriteGradientFile(const std::string& path, std::span<const int32_t>
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> GradientLanes(const std::vector<int32_t>* input, int64_t lanes,
+                                      bool check) {
+  const int64_t n = input != nullptr ? static_cast<int64_t>(input->size()) : lanes;
+  if (n < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
+  if (check && input != nullptr) {
+    return absl::InvalidArgumentError(
+        "--check: needs the synthetic gradient (other members' files are unknown here)");
+  }
+  return n;
+}
+
 }  // namespace inac::agent

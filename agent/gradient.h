@@ -49,4 +49,9 @@ absl::StatusOr<FileGradient> ReadGradientFile(const std::string& path, const Fil
 absl::Status WriteGradientFile(const std::string& path, std::span<const int32_t> lanes,
                                const FileFormat& format);
 
+// The gradient's size in lanes for an agent's options: the file's (`input`, when given) else
+// `lanes`. InvalidArgument when it is < 1, or when `check` asks for the synthetic gradients of
+// every member with a file input (the other members' files are unknown on this host).
+absl::StatusOr<int64_t> GradientLanes(const std::vector<int32_t>* input, int64_t lanes, bool check);
+
 }  // namespace inac::agent

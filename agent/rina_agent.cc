@@ -29,13 +29,9 @@ class RingMember {
 
   absl::Status Prepare() {
     if (options_.iterations < 1) return absl::InvalidArgumentError("--iterations: must be >= 1");
-    lanes_ =
-        options_.input != nullptr ? static_cast<int64_t>(options_.input->size()) : options_.lanes;
-    if (lanes_ < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
-    if (options_.check && options_.input != nullptr) {
-      return absl::InvalidArgumentError(
-          "--check: needs the synthetic gradient (other members' files are unknown here)");
-    }
+    auto lanes = GradientLanes(options_.input, options_.lanes, options_.check);
+    if (!lanes.ok()) return lanes.status();
+    lanes_ = *lanes;
     auto ring = RingMemberFor(config_, options_.worker);
     if (!ring.ok()) return ring.status();
     ring_ = *ring;

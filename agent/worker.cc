@@ -77,13 +77,9 @@ class Worker {
       return absl::InvalidArgumentError(
           "--timeout-ms: must be >= 1 and at most the maximum timeout");
     }
-    lanes_ =
-        options_.input != nullptr ? static_cast<int64_t>(options_.input->size()) : options_.lanes;
-    if (lanes_ < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
-    if (options_.check && options_.input != nullptr) {
-      return absl::InvalidArgumentError(
-          "--check: needs the synthetic gradient (other members' files are unknown here)");
-    }
+    auto lanes = GradientLanes(options_.input, options_.lanes, options_.check);
+    if (!lanes.ok()) return lanes.status();
+    lanes_ = *lanes;
     auto layout = ComputeLayout(*config_, lanes_);
     if (!layout.ok()) return layout.status();
     layout_ = std::move(*layout);

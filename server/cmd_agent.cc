@@ -269,6 +269,22 @@ struct WorkerArgs : CommonArgs {
   bool check = false;
 };
 
+// The options every worker agent takes from the command line (the plain worker and a Rina
+// rack-worker); the caller adds its socket, input and role-specific fields.
+void SetWorkerOptions(const WorkerArgs& a, const agent::JobConfig& config,
+                      agent::WorkerOptions* o) {
+  o->worker = a.worker;
+  o->lanes = GradientBytes(a, config) / 4;
+  o->iterations = a.iterations;
+  o->seed = a.seed;
+  o->window = a.window;
+  o->timeout_ms = a.timeout_ms;
+  o->max_timeout_ms = std::max(a.max_timeout_ms, a.timeout_ms);
+  o->give_up_ms = a.give_up_ms;
+  o->check = a.check;
+  o->stop = &g_stop;
+}
+
 // Ring all-reduce jobs (docs/rina.md "Host roles"): members and agents run
 // agent::RunRingMember (an agent also sums its rack as the PS of the rack's tag); rack workers
 // run the worker agent on their rack's tag, a whole iteration at a time, and --check verifies the
@@ -309,20 +325,11 @@ void RunRingWorker(const WorkerArgs& a, const agent::JobConfig& config,
     auto rack = agent::RackConfigFor(config, a.worker);
     if (!rack.ok()) Fail(kExitFailure, std::string(rack.status().message()));
     agent::WorkerOptions o;
+    SetWorkerOptions(a, config, &o);
     o.socket = socket;
-    o.worker = a.worker;
-    o.lanes = GradientBytes(a, config) / 4;
     if (!input.empty()) o.input = &input;
-    o.iterations = a.iterations;
-    o.seed = a.seed;
-    o.window = a.window;
-    o.timeout_ms = a.timeout_ms;
-    o.max_timeout_ms = std::max(a.max_timeout_ms, a.timeout_ms);
-    o.give_up_ms = a.give_up_ms;
-    o.check = a.check;
     o.check_workers = agent::RingJobWorkers(config);
     o.acknowledged_window = true;
-    o.stop = &g_stop;
     o.netns_fd = netns;
     o.on_iteration = print_line;
     auto report = agent::RunWorker(*rack, o);
@@ -391,16 +398,7 @@ void RunWorkerVerb(const WorkerArgs& a) {
   } else if (a.is_float) {
     Fail(kExitBadInput, "--float: needs --input");
   }
-  o.worker = a.worker;
-  o.lanes = GradientBytes(a, config) / 4;
-  o.iterations = a.iterations;
-  o.seed = a.seed;
-  o.window = a.window;
-  o.timeout_ms = a.timeout_ms;
-  o.max_timeout_ms = std::max(a.max_timeout_ms, a.timeout_ms);
-  o.give_up_ms = a.give_up_ms;
-  o.check = a.check;
-  o.stop = &g_stop;
+  SetWorkerOptions(a, config, &o);
   std::vector<int32_t> result;
   if (!a.output.empty()) o.result = &result;
   bool header = false;
