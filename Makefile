@@ -4,7 +4,11 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench clean format
+.PHONY: all deps configure build run test sanitized bench clean format
+
+# The pure layers' unit tests, built with AddressSanitizer and UBSan (any report fails `make test`).
+SAN_BUILD ?= build-san
+SAN_TESTS = tests/core/core_test tests/scheduler/scheduler_test
 
 all: build
 
@@ -22,6 +26,17 @@ run: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j2
+	@$(MAKE) --no-print-directory sanitized
+
+sanitized: deps
+	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+	  -DINAC_SANITIZE=address,undefined -DINAC_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS) --target core_test scheduler_test
+	@for t in $(SAN_TESTS); do \
+	  echo "== $$t (AddressSanitizer + UBSan)"; \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(SAN_BUILD)/$$t --gtest_brief=1 || exit 1; \
+	done
 
 bench: build
 	@bash scripts/run-bench.sh $(BUILD)
@@ -30,4 +45,4 @@ format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')
 
 clean:
-	@rm -rf $(BUILD)
+	@rm -rf $(BUILD) $(SAN_BUILD)
