@@ -68,6 +68,17 @@ PlanningInput RingInput(core::Topology t, std::vector<std::string> workers) {
 
 const std::vector<std::string> kAllSeven = {"h0_0", "h0_1", "h0_2", "h1_0", "h1_1", "h2_0", "h2_1"};
 
+// A planner request for ring job 7 over every host of `t` (which must outlive the request).
+PlanRequest Job7Request(const core::Topology& t) {
+  PlanRequest request;
+  request.topology = &t;
+  core::Job job;
+  job.id = 7;
+  job.spec = RingInput(t, kAllSeven).jobs[0].spec;
+  request.jobs.push_back(job);
+  return request;
+}
+
 RingPlan Plan(const PlanningInput& in, RingKind kind, bool optimise_order = true) {
   auto net = Network::Create(in);
   EXPECT_TRUE(net.ok()) << net.status();
@@ -235,12 +246,7 @@ TEST(RinaTest, UnknownWorkerIsInvalidArgument) {
 // predicted rate and communication time.
 TEST(RinaTest, ComputePlanPlansRingJobsAsRina) {
   const core::Topology t = ThreeRacks({"lf0"});
-  PlanRequest request;
-  request.topology = &t;
-  core::Job job;
-  job.id = 7;
-  job.spec = RingInput(t, kAllSeven).jobs[0].spec;
-  request.jobs.push_back(job);
+  PlanRequest request = Job7Request(t);
   auto out = ComputePlan(request);
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->plan.jobs.size(), 1u);
@@ -251,7 +257,7 @@ TEST(RinaTest, ComputePlanPlansRingJobsAsRina) {
   EXPECT_NEAR(jp.iteration_ms, 138.032, 1e-9);
   EXPECT_EQ(jp.aggregator_paths.size(), 1u);
   // The hosts' view (GET /jobs/{id}/config): roles, neighbours, the rack's tag 7 * 64 + 0.
-  const std::vector<core::RingRole> roles = core::RingRolesOf(jp, job.spec.workers, &t);
+  const std::vector<core::RingRole> roles = core::RingRolesOf(jp, request.jobs[0].spec.workers, &t);
   ASSERT_EQ(roles.size(), 7u);
   EXPECT_EQ(roles[0].role, "agent");
   EXPECT_EQ(roles[0].prev, "h2_1");
@@ -280,12 +286,7 @@ TEST(RinaTest, ComputePlanPlansRingJobsAsRina) {
 // entry.
 TEST(RinaTest, ComputePlanPushesRackAggregationAndRingHops) {
   const core::Topology t = ThreeRacks({"lf0"});
-  PlanRequest request;
-  request.topology = &t;
-  core::Job job;
-  job.id = 7;
-  job.spec = RingInput(t, kAllSeven).jobs[0].spec;
-  request.jobs.push_back(job);
+  PlanRequest request = Job7Request(t);
   auto out = ComputePlan(request);
   ASSERT_TRUE(out.ok()) << out.status();
   const core::JobPlan& jp = out->plan.jobs[0];
