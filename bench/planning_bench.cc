@@ -335,6 +335,7 @@ int main(int argc, char** argv) {
            {"workers", 1024},
            {"ps", 4},
            {"rate_gbps", Round3(r.out.plan.jobs[0].rate_gbps)},
+           {"lp_bound_gbps", Round3(r.out.plan.jobs[0].lp_bound_gbps.value_or(0))},
            {"lp_status", d.lp_status},
            {"lp_columns", d.lp_columns},
            {"solve_ms", Round3(r.wall_ms)},

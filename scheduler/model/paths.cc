@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 namespace inac::scheduler {
 namespace {
@@ -156,6 +157,39 @@ int SoleArc(const core::Graph& g, int v) {
   return g.out_arcs(v)[0];
 }
 
+// The paths between `src` and `dst` when one is a single-homed host (the source; or the
+// destination with a switch source): the ToR's paths `of(tor, dst)` / `of(src, tor)` with the
+// host's link added. std::nullopt when neither applies.
+template <typename Of>
+std::optional<std::vector<Path>> ViaSoleLink(const core::Graph& g, int src, int dst, Of&& of) {
+  const int src_arc = src != dst ? SoleArc(g, src) : -1;
+  const int dst_arc = src != dst ? SoleArc(g, dst) : -1;
+  std::vector<Path> paths;
+  if (src_arc >= 0) {
+    const int tor = g.arc(src_arc).to;
+    for (const Path& p : of(tor, dst)) {
+      Path q;
+      q.nodes.push_back(src);
+      q.nodes.insert(q.nodes.end(), p.nodes.begin(), p.nodes.end());
+      q.arcs.push_back(src_arc);
+      q.arcs.insert(q.arcs.end(), p.arcs.begin(), p.arcs.end());
+      paths.push_back(std::move(q));
+    }
+    return paths;
+  }
+  if (dst_arc >= 0 && g.is_switch(src)) {
+    const int tor = g.arc(dst_arc).to;
+    for (const Path& p : of(src, tor)) {
+      Path q = p;
+      q.nodes.push_back(dst);
+      q.arcs.push_back(dst_arc ^ 1);
+      paths.push_back(std::move(q));
+    }
+    return paths;
+  }
+  return std::nullopt;
+}
+
 // Yen on `bfs` (bound to the graph, its distances to dst set).
 std::vector<Path> Yen(const core::Graph& graph, Bfs& bfs, int src, int dst, int k) {
   std::vector<Path> result;
@@ -198,7 +232,99 @@ std::vector<Path> Yen(const core::Graph& graph, Bfs& bfs, int src, int dst, int 
   return result;
 }
 
+// PathCache::GetDiverse's minimum-hop part between switches. `from_src` / `to_dst`: hop
+// distances from src and to dst. Each path is a shortest path in the DAG of minimum-hop arcs
+// under 0/1 weights (1: an arc chosen before), by dynamic programming over the DAG's layers.
+std::vector<Path> Diverse(const core::Graph& graph, const std::vector<int>& from_src,
+                          const std::vector<int>& to_dst, int src, int dst, int k) {
+  std::vector<Path> result;
+  const int length = from_src[dst];
+  if (k < 1 || length < 0) return result;
+  if (src == dst) return {Path{{src}, {}}};
+  // Scratch of the calling thread, reset only where a query wrote.
+  thread_local std::vector<unsigned> seen;
+  thread_local unsigned stamp = 0;
+  thread_local std::vector<int> cost, in_arc;
+  thread_local std::vector<char> used;
+  if (seen.size() < static_cast<size_t>(graph.num_nodes())) {
+    seen.assign(graph.num_nodes(), 0);
+    cost.assign(graph.num_nodes(), 0);
+    in_arc.assign(graph.num_nodes(), -1);
+    stamp = 0;
+  }
+  if (used.size() < static_cast<size_t>(graph.num_arcs())) used.assign(graph.num_arcs(), 0);
+  if (++stamp == 0) {
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+  auto on_dag = [&](int a, int d) {  // arc a from a node at distance d lies on a shortest path
+    const int w = graph.arc(a).to;
+    return from_src[w] == d + 1 && to_dst[w] == length - d - 1 && (w == dst || graph.is_switch(w));
+  };
+  // The nodes of minimum-hop paths by distance from src, and the DAG's arcs out of each layer
+  // (forward from src).
+  std::vector<std::vector<int>> layers(length + 1);
+  std::vector<std::vector<int>> dag(length);
+  layers[0].push_back(src);
+  for (int d = 0; d < length; ++d) {
+    for (int v : layers[d]) {
+      for (int a : graph.out_arcs(v)) {
+        if (!on_dag(a, d)) continue;
+        dag[d].push_back(a);
+        const int w = graph.arc(a).to;
+        if (seen[w] == stamp) continue;
+        seen[w] = stamp;
+        layers[d + 1].push_back(w);
+      }
+    }
+  }
+  auto rank = [src, dst](int a) { return PairOrder(src, dst, a); };  // equal choices
+  std::vector<int> chosen;  // arcs of the chosen paths (to reset `used`)
+  while (static_cast<int>(result.size()) < k) {
+    for (int d = 1; d <= length; ++d) {
+      for (int v : layers[d]) in_arc[v] = -1;
+    }
+    cost[src] = 0;
+    for (int d = 0; d < length; ++d) {
+      for (int a : dag[d]) {
+        const int v = graph.arc(a).from;
+        const int w = graph.arc(a).to;
+        const int c = cost[v] + used[a];
+        if (in_arc[w] < 0 || c < cost[w] || (c == cost[w] && rank(a) < rank(in_arc[w]))) {
+          cost[w] = c;
+          in_arc[w] = a;
+        }
+      }
+    }
+    Path p;
+    for (int v = dst; v != src; v = graph.arc(in_arc[v]).from) p.arcs.push_back(in_arc[v]);
+    std::reverse(p.arcs.begin(), p.arcs.end());
+    if (std::any_of(result.begin(), result.end(),
+                    [&](const Path& q) { return q.arcs == p.arcs; })) {
+      break;  // the least reused path is one already chosen: the rest come from Get
+    }
+    p.nodes.push_back(src);
+    for (int a : p.arcs) {
+      p.nodes.push_back(graph.arc(a).to);
+      if (!used[a]) chosen.push_back(a);
+      used[a] = 1;
+    }
+    result.push_back(std::move(p));
+  }
+  for (int a : chosen) used[a] = 0;
+  return result;
+}
+
 }  // namespace
+
+uint64_t PairOrder(int a, int b, int item) {
+  const uint64_t salt = (static_cast<uint64_t>(a) + 1) * 0x9E3779B97F4A7C15ull ^
+                        (static_cast<uint64_t>(b) + 1) * 0xC2B2AE3D27D4EB4Full;
+  uint64_t x = (static_cast<uint64_t>(item) + 1) * 0xBF58476D1CE4E5B9ull ^ salt;
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 29);
+}
 
 std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int k) {
   if (k < 1) return {};
@@ -274,58 +400,43 @@ const std::vector<Path>& PathCache::GetSpread(int src, int dst) {
     }
     paths.push_back(std::move(q));
   };
-  int src_arc = src != dst ? SoleArc(*graph_, src) : -1;
-  int dst_arc = src != dst ? SoleArc(*graph_, dst) : -1;
-  if (src_arc >= 0) {
-    int tor = graph_->arc(src_arc).to;
-    for (const Path& p : GetSpread(tor, dst)) {
-      Path q;
-      q.nodes.push_back(src);
-      q.nodes.insert(q.nodes.end(), p.nodes.begin(), p.nodes.end());
-      q.arcs.push_back(src_arc);
-      q.arcs.insert(q.arcs.end(), p.arcs.begin(), p.arcs.end());
-      add(std::move(q));
-    }
-  } else if (dst_arc >= 0 && graph_->is_switch(src)) {
-    int tor = graph_->arc(dst_arc).to;
-    for (const Path& p : GetSpread(src, tor)) {
-      Path q = p;
-      q.nodes.push_back(dst);
-      q.arcs.push_back(dst_arc ^ 1);
-      add(std::move(q));
-    }
-  } else {
-    for (Path& q : EqualCostPaths(*graph_, src, dst, kMaxEqualCostPaths)) add(std::move(q));
-  }
+  auto via = ViaSoleLink(*graph_, src, dst, [this](int a, int b) -> const std::vector<Path>& {
+    return GetSpread(a, b);
+  });
+  if (!via) via = EqualCostPaths(*graph_, src, dst, kMaxEqualCostPaths);
+  for (Path& q : *via) add(std::move(q));
   return spread_.emplace(key, std::move(paths)).first->second;
+}
+
+const std::vector<Path>& PathCache::GetDiverse(int src, int dst) {
+  auto key = std::make_pair(src, dst);
+  auto it = diverse_.find(key);
+  if (it != diverse_.end()) return it->second;
+  auto via = ViaSoleLink(*graph_, src, dst, [this](int a, int b) -> const std::vector<Path>& {
+    return GetDiverse(a, b);
+  });
+  std::vector<Path> paths;
+  if (via) {
+    paths = std::move(*via);
+  } else if (k_ >= 1) {
+    paths = Diverse(*graph_, HopsFrom(src), HopsFrom(dst), src, dst, k_);
+    for (const Path& p : Get(src, dst)) {
+      if (static_cast<int>(paths.size()) >= k_) break;
+      if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
+    }
+  }
+  return diverse_.emplace(key, std::move(paths)).first->second;
 }
 
 const std::vector<Path>& PathCache::Get(int src, int dst) {
   auto key = std::make_pair(src, dst);
   auto it = paths_.find(key);
   if (it != paths_.end()) return it->second;
+  auto via = ViaSoleLink(*graph_, src, dst,
+                         [this](int a, int b) -> const std::vector<Path>& { return Get(a, b); });
   std::vector<Path> paths;
-  int src_arc = src != dst ? SoleArc(*graph_, src) : -1;
-  int dst_arc = src != dst ? SoleArc(*graph_, dst) : -1;
-  if (src_arc >= 0) {
-    // A single-homed host: every path leaves over its one link.
-    int tor = graph_->arc(src_arc).to;
-    for (const Path& p : Get(tor, dst)) {
-      Path q;
-      q.nodes.push_back(src);
-      q.nodes.insert(q.nodes.end(), p.nodes.begin(), p.nodes.end());
-      q.arcs.push_back(src_arc);
-      q.arcs.insert(q.arcs.end(), p.arcs.begin(), p.arcs.end());
-      paths.push_back(std::move(q));
-    }
-  } else if (dst_arc >= 0 && graph_->is_switch(src)) {
-    int tor = graph_->arc(dst_arc).to;
-    for (const Path& p : Get(src, tor)) {
-      Path q = p;
-      q.nodes.push_back(dst);
-      q.arcs.push_back(dst_arc ^ 1);
-      paths.push_back(std::move(q));
-    }
+  if (via) {
+    paths = std::move(*via);
   } else if (k_ >= 1) {
     // Yen with the cached distances to dst (HopsFrom: links are full duplex) as its bounds.
     const std::vector<int>& to_dst = HopsFrom(dst);

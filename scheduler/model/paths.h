@@ -8,6 +8,7 @@
 // the cache reduces a single-homed host endpoint to its switch, so queries are per switch pair.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <utility>
 #include <vector>
@@ -34,6 +35,11 @@ std::vector<Path> KShortestPaths(const core::Graph& graph, int src, int dst, int
 std::vector<Path> EqualCostPaths(const core::Graph& graph, int src, int dst, int limit);
 inline constexpr int kMaxEqualCostPaths = 256;
 
+// A pseudo-random rank of `item` in an order of its own for the pair (a, b) (splitmix64 mixing):
+// how GetDiverse and spread candidates (BuildCandidates) break ties, so that different pairs
+// prefer different equal choices. Deterministic.
+uint64_t PairOrder(int a, int b, int item);
+
 // Memoises KShortestPaths. Not thread-safe (the scheduler is single-threaded). The graph is not
 // owned and must outlive the cache.
 class PathCache {
@@ -48,6 +54,13 @@ class PathCache {
   // ids, so on a fat-tree the k shortest reach the same few core switches from every source,
   // where an ECMP fabric spreads over all of them. Same reduction of single-homed hosts as Get.
   const std::vector<Path>& GetSpread(int src, int dst);
+  // Up to k paths for spreading load: minimum-hop paths chosen greedily for arc diversity (each
+  // next one the minimum-hop path with the fewest arcs already chosen), equal choices broken in a
+  // per-(src, dst) hashed order of arc ids -- as an ECMP hash spreads pairs over equal-cost arcs,
+  // where Get's arc-id order sends every pair of a fat-tree through the same few core switches;
+  // then Get's paths not already chosen, up to k. Deterministic. Same reduction of single-homed
+  // hosts as Get (a host's paths are its ToR's, so its workers share them).
+  const std::vector<Path>& GetDiverse(int src, int dst);
   // Hop distances from `node` to every node over up links (hosts are not transited; -1 when
   // unreachable). Cached.
   const std::vector<int>& HopsFrom(int node);
@@ -58,6 +71,7 @@ class PathCache {
   int k_;
   std::map<std::pair<int, int>, std::vector<Path>> paths_;
   std::map<std::pair<int, int>, std::vector<Path>> spread_;
+  std::map<std::pair<int, int>, std::vector<Path>> diverse_;
   std::map<int, std::vector<int>> hops_;
 };
 

@@ -24,31 +24,16 @@ uint64_t RoundSeed(uint64_t seed, uint64_t job, uint64_t round) {
   return z ^ (z >> 31);
 }
 
-// The job's LP columns: λ, the shares, one column per path of every option of a pair -- of a
-// group of pairs when JobCandidates::groups is set -- and per stream its paths (and its total
-// when grouped).
-int64_t CountColumns(const JobCandidates& c) {
-  int64_t n = 1 + static_cast<int64_t>(c.ps.size());
-  auto add_options = [&](const PairCandidates& p) {
-    for (const AggregationOption& o : p.options) n += static_cast<int64_t>(o.paths.size());
-  };
-  if (c.groups.empty()) {
-    for (const PairCandidates& p : c.pairs) add_options(p);
-  } else {
-    for (const std::vector<int>& group : c.groups) add_options(c.pairs[group[0]]);
-  }
-  for (const auto& [key, paths] : c.streams) {
-    n += static_cast<int64_t>(paths.size()) + (c.groups.empty() ? 0 : 1);
-  }
-  return n;
-}
-
 // The symmetry reduction (PlanningOptions::lp_symmetry_min_columns) when the job's per-worker LP
-// is large.
+// is large or its candidates are spread (a large job by the estimate; its fewer detours can leave
+// its per-worker LP under the threshold); then a spread job's detours trimmed to
+// PlanningOptions::spread_lp_max_columns.
 void MaybeGroup(const Network& net, const PlanningOptions& options, JobCandidates* c) {
-  if (options.lp_symmetry_min_columns >= 0 && CountColumns(*c) > options.lp_symmetry_min_columns) {
+  if (options.lp_symmetry_min_columns >= 0 &&
+      (c->spread || CountLpColumns(*c) > options.lp_symmetry_min_columns)) {
     GroupInterchangeablePairs(net, c);
   }
+  if (c->spread && options.spread_lp_max_columns > 0) TrimDetours(options.spread_lp_max_columns, c);
 }
 
 // Sequential mode's view of the network for the next job: on every resource the share a new job
@@ -92,7 +77,15 @@ JobCandidates Candidates(Context& ctx, const std::vector<double>& residual, int 
   *fixed = ctx.config.shares(ctx.net, ctx.cache, residual, job);
   std::vector<double> shares =
       fixed->has_value() ? **fixed : std::vector<double>(ps.size(), 1.0 / ps.size());
-  return BuildCandidates(ctx.net, ctx.cache, job, ps, shares, ctx.opt.extra_candidates);
+  // Spread candidates for a large job (PlanningOptions::spread_min_columns), by an estimate of
+  // its per-worker LP taken before building any: pairs · k · (detours + 2 on-path switches).
+  const int64_t estimate = static_cast<int64_t>(WorkerNodes(ctx.net, job).size()) *
+                           static_cast<int64_t>(ps.size()) * ctx.opt.paths *
+                           (ctx.opt.extra_candidates + 2);
+  const bool spread = ctx.opt.spread_min_columns >= 0 && estimate > ctx.opt.spread_min_columns;
+  const int extra = spread ? std::min(ctx.opt.extra_candidates, ctx.opt.spread_extra_candidates)
+                           : ctx.opt.extra_candidates;
+  return BuildCandidates(ctx.net, ctx.cache, job, ps, shares, extra, spread);
 }
 
 }  // namespace
@@ -144,7 +137,7 @@ absl::StatusOr<RoutingResult> RouteWithLp(const Network& net, const LpRoutingCon
     cands[j] = Candidates(ctx, net.residuals(), j, &fixed[j]);
     AddPlanToCandidates(net, atp[j], &cands[j]);
     MaybeGroup(net, input.options, &cands[j]);
-    columns += CountColumns(cands[j]);
+    columns += CountLpColumns(cands[j]);
   }
   const bool joint = n > 1 && columns <= input.options.joint_lp_max_columns;
 

@@ -117,19 +117,23 @@ void AddFanInCuts(const JobCandidates& c, const RoutingLp::JobColumns& cols, int
 
 JobCandidates BuildCandidates(const Network& net, PathCache& paths, int job,
                               const std::vector<int>& ps, const std::vector<double>& shares,
-                              int extra_candidates) {
+                              int extra_candidates, bool spread) {
   const core::Graph& g = net.graph();
+  auto path_list = [&](int from, int to) -> const std::vector<Path>& {
+    return spread ? paths.GetDiverse(from, to) : paths.Get(from, to);
+  };
   JobCandidates c;
   c.job = job;
   c.ps = ps;
   c.shares = shares;
+  c.spread = spread;
   std::vector<int> ina;
   for (int v = 0; v < g.num_switches(); ++v) {
     if (g.ina_capable(v)) ina.push_back(v);
   }
   // The aggregation switches of a single-homed worker depend on its ToR only (its paths are its
   // ToR's behind its one link): computed once per (ToR, PS).
-  std::map<std::pair<int, int>, std::vector<int>> aggs_of_tor;
+  std::map<std::pair<int, int>, std::pair<std::vector<int>, int>> aggs_of_tor;  // (aggs, detours)
   for (int w : WorkerNodes(net, job)) {
     for (int si = 0; si < static_cast<int>(ps.size()); ++si) {
       int s = ps[si];
@@ -137,7 +141,7 @@ JobCandidates BuildCandidates(const Network& net, PathCache& paths, int job,
         c.local.emplace_back(w, si);
         continue;
       }
-      const std::vector<Path>& direct = paths.Get(w, s);
+      const std::vector<Path>& direct = path_list(w, s);
       if (direct.empty()) continue;
       PairCandidates pc;
       pc.worker = w;
@@ -146,9 +150,11 @@ JobCandidates BuildCandidates(const Network& net, PathCache& paths, int job,
       const bool single_homed = g.is_host(w) && g.out_arcs(w).size() == 1;
       const std::pair<int, int> key{single_homed ? g.arc(g.out_arcs(w)[0]).to : -1, s};
       auto cached = single_homed ? aggs_of_tor.find(key) : aggs_of_tor.end();
-      std::vector<int> aggs;
+      std::vector<int> aggs;  // on-path switches, then `detours` detours
+      int detours = 0;
       if (cached != aggs_of_tor.end()) {
-        aggs = cached->second;
+        aggs = cached->second.first;
+        detours = cached->second.second;
       } else {
         for (const Path& p : direct) {
           for (size_t i = 1; i + 1 < p.nodes.size(); ++i) {
@@ -168,16 +174,31 @@ JobCandidates BuildCandidates(const Network& net, PathCache& paths, int job,
             detour.emplace_back(d1 + d2, a);
           }
           int take = std::min<int>(extra_candidates, static_cast<int>(detour.size()));
-          std::partial_sort(detour.begin(), detour.begin() + take, detour.end());
+          if (spread) {
+            // Equal detours in the (ToR, PS)'s own order (PairOrder), not by node id.
+            const int tor = single_homed ? key.first : w;
+            std::partial_sort(detour.begin(), detour.begin() + take, detour.end(),
+                              [&](const auto& x, const auto& y) {
+                                if (x.first != y.first) return x.first < y.first;
+                                return PairOrder(tor, s, x.second) < PairOrder(tor, s, y.second);
+                              });
+          } else {
+            std::partial_sort(detour.begin(), detour.begin() + take, detour.end());
+          }
           for (int i = 0; i < take; ++i) aggs.push_back(detour[i].second);
+          detours = take;
         }
-        if (single_homed) aggs_of_tor.emplace(key, aggs);
+        if (single_homed) aggs_of_tor.emplace(key, std::make_pair(aggs, detours));
       }
-      for (int a : aggs) {
-        const std::vector<Path>& to_a = paths.Get(w, a);
-        const std::vector<Path>& to_s = paths.Get(a, s);
+      for (size_t i = 0; i < aggs.size(); ++i) {
+        const int a = aggs[i];
+        const std::vector<Path>& to_a = path_list(w, a);
+        const std::vector<Path>& to_s = path_list(a, s);
         if (to_a.empty() || to_s.empty()) continue;
-        pc.options.push_back(AggregationOption{a, to_a});
+        const int first_detour = static_cast<int>(aggs.size()) - detours;
+        const int rank =
+            static_cast<int>(i) >= first_detour ? static_cast<int>(i) - first_detour : -1;
+        pc.options.push_back(AggregationOption{a, to_a, rank});
         c.streams.emplace(std::make_pair(a, s), to_s);
       }
       c.pairs.push_back(std::move(pc));
@@ -204,6 +225,7 @@ void AddPlanToCandidates(const Network& net, const RoutedJob& plan, JobCandidate
       pc.options.push_back(AggregationOption{f.agg, {}});
       opt = &pc.options.back();
     }
+    opt->detour = -1;  // the plan's route stays a candidate (TrimDetours)
     AddPathIfNew(&opt->paths, PathFromArcs(g, f.worker, f.arcs));
   }
   for (const RoutedStream& st : plan.streams) {
@@ -243,13 +265,19 @@ void GroupInterchangeablePairs(const Network& net, JobCandidates* c) {
   for (const std::vector<int>& members : c->groups) {
     if (members.size() < 2) continue;
     std::vector<int> aggs;
+    std::vector<int> detour;                              // per agg: -1 if any member's is
     std::vector<std::vector<std::vector<int>>> suffixes;  // per agg: arcs after the first
     for (int i : members) {
       for (const AggregationOption& o : c->pairs[i].options) {
         size_t k = std::find(aggs.begin(), aggs.end(), o.agg) - aggs.begin();
         if (k == aggs.size()) {
           aggs.push_back(o.agg);
+          detour.push_back(o.detour);
           suffixes.emplace_back();
+        } else if (o.detour < 0 || detour[k] < 0) {
+          detour[k] = -1;
+        } else {
+          detour[k] = std::min(detour[k], o.detour);
         }
         for (const Path& p : o.paths) {
           std::vector<int> rest(p.arcs.begin() + 1, p.arcs.end());
@@ -264,7 +292,7 @@ void GroupInterchangeablePairs(const Network& net, JobCandidates* c) {
       const int arc = sole_arc(pc.worker);
       pc.options.clear();
       for (size_t k = 0; k < aggs.size(); ++k) {
-        AggregationOption o{aggs[k], {}};
+        AggregationOption o{aggs[k], {}, detour[k]};
         for (const std::vector<int>& rest : suffixes[k]) {
           std::vector<int> arcs{arc};
           arcs.insert(arcs.end(), rest.begin(), rest.end());
@@ -304,6 +332,67 @@ RoutedJob ToRoutedJob(const Network& net, const JobCandidates& c, const Choice& 
     rj.streams.push_back(RoutedStream{key.first, key.second, c.streams.at(key)[q].arcs});
   }
   return rj;
+}
+
+int64_t CountLpColumns(const JobCandidates& c) {
+  int64_t n = 1 + static_cast<int64_t>(c.ps.size());
+  auto add_options = [&](const PairCandidates& p) {
+    for (const AggregationOption& o : p.options) n += static_cast<int64_t>(o.paths.size());
+  };
+  if (c.groups.empty()) {
+    for (const PairCandidates& p : c.pairs) add_options(p);
+  } else {
+    for (const std::vector<int>& group : c.groups) add_options(c.pairs[group[0]]);
+  }
+  for (const auto& [key, paths] : c.streams) {
+    n += static_cast<int64_t>(paths.size()) + (c.groups.empty() ? 0 : 1);
+  }
+  return n;
+}
+
+int TrimDetours(int64_t max_columns, JobCandidates* c) {
+  // Per stream: the least rank that needs it (-1: a kept option; absent: no option, kept).
+  std::map<std::pair<int, int>, int> need;
+  int ranks = 0;
+  for (const PairCandidates& pc : c->pairs) {
+    for (const AggregationOption& o : pc.options) {
+      ranks = std::max(ranks, o.detour + 1);
+      auto key = std::make_pair(o.agg, c->ps[pc.ps_index]);
+      auto [it, added] = need.emplace(key, o.detour);
+      if (!added)
+        it->second = (it->second < 0 || o.detour < 0) ? -1 : std::min(it->second, o.detour);
+    }
+  }
+  // Columns with ranks [0, keep) kept, for every keep (one pass, then a suffix sum).
+  std::vector<int64_t> of_rank(ranks, 0);
+  int64_t fixed = 1 + static_cast<int64_t>(c->ps.size());
+  auto count_options = [&](const PairCandidates& pc) {
+    for (const AggregationOption& o : pc.options) {
+      (o.detour < 0 ? fixed : of_rank[o.detour]) += static_cast<int64_t>(o.paths.size());
+    }
+  };
+  if (c->groups.empty()) {
+    for (const PairCandidates& pc : c->pairs) count_options(pc);
+  } else {
+    for (const std::vector<int>& group : c->groups) count_options(c->pairs[group[0]]);
+  }
+  for (const auto& [key, paths] : c->streams) {
+    auto it = need.find(key);
+    const int64_t n = static_cast<int64_t>(paths.size()) + (c->groups.empty() ? 0 : 1);
+    (it == need.end() || it->second < 0 ? fixed : of_rank[it->second]) += n;
+  }
+  int keep = ranks;
+  int64_t total = fixed;
+  for (int r = 0; r < ranks; ++r) total += of_rank[r];
+  while (keep > 0 && total > max_columns) total -= of_rank[--keep];
+  if (keep == ranks) return keep;
+  for (PairCandidates& pc : c->pairs) {
+    std::erase_if(pc.options, [keep](const AggregationOption& o) { return o.detour >= keep; });
+  }
+  for (const auto& [key, rank] : need) {
+    if (rank >= keep) c->streams.erase(key);
+  }
+  return keep;
 }
 
 RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual,

@@ -4,8 +4,9 @@
 // Candidates (per job, per (worker w, PS s) pair): the aggregation options are s itself and every
 // INA switch on one of the k shortest w -> s paths, plus the `extra_candidates` INA switches with
 // the smallest detour hops(w, a) + hops(a, s); each option has its k shortest w -> a paths, and
-// every (switch a, PS s) its k shortest a -> s paths. A baseline plan can be added to the
-// candidates (its flows and streams become options) so that the LP models it too.
+// every (switch a, PS s) its k shortest a -> s paths (or, spread, k arc-diverse minimum-hop
+// paths and the equal detours in a per-pair order: BuildCandidates). A baseline plan can be added
+// to the candidates (its flows and streams become options) so that the LP models it too.
 //
 // LP (GRID's R-GRIA relaxation, path-based as the authors' IAR variant, with link constraints):
 //   maximise λ (several jobs: maximise t with λ_j >= t, plus 1e-6 · Σ λ_j)
@@ -47,6 +48,10 @@ namespace inac::scheduler {
 struct AggregationOption {
   int agg = -1;             // INA switch or the PS
   std::vector<Path> paths;  // worker -> agg
+  // For an `extra_candidates` switch (off the worker's paths): its place in the detour order,
+  // 0 first (TrimDetours drops the last). -1: the PS, an on-path switch, or a route of a plan
+  // added by AddPlanToCandidates.
+  int detour = -1;
 };
 
 struct PairCandidates {
@@ -65,12 +70,24 @@ struct JobCandidates {
   // Interchangeable pairs merged in the LP (GroupInterchangeablePairs): each entry lists pair
   // indices (into `pairs`) modelled by one group of columns; empty: every pair alone.
   std::vector<std::vector<int>> groups;
+  bool spread = false;  // built with BuildCandidates(..., spread = true)
 };
 
-// Candidates for `job` with the given PS nodes and shares.
+// Candidates for `job` with the given PS nodes and shares. `spread` (PlanningOptions::
+// spread_candidates): every path list is PathCache::GetDiverse's instead of Get's (Yen's), and
+// equal detours are taken in a per-(ToR, PS) hashed order instead of by node id -- by node id and
+// Yen's arc-id order every ToR of a large fat-tree picks the same few switches and core links.
 JobCandidates BuildCandidates(const Network& network, PathCache& paths, int job,
                               const std::vector<int>& ps, const std::vector<double>& shares,
-                              int extra_candidates);
+                              int extra_candidates, bool spread = false);
+// Drops the detour options (AggregationOption::detour) from the last rank down, and the streams
+// only they used, until the job's LP (CountLpColumns) has at most `max_columns` columns or no
+// detour is left. Returns the number of detour ranks kept. Deterministic.
+int TrimDetours(int64_t max_columns, JobCandidates* candidates);
+// The LP columns of the job alone: λ, the shares, one column per path of every option of a pair
+// -- of a group of pairs when JobCandidates::groups is set -- and per stream its paths (and its
+// total when grouped).
+int64_t CountLpColumns(const JobCandidates& candidates);
 // Adds the routes of `plan` (flows aggregated at switches or PSs of the candidates, streams) as
 // options/paths. Flows toward a PS that is not among the candidates' PSs are ignored.
 void AddPlanToCandidates(const Network& network, const RoutedJob& plan, JobCandidates* candidates);
