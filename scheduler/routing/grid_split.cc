@@ -654,6 +654,87 @@ class SplitPlan {
         }
       }
     }
+    return CloseStream(in_b, limit);
+  }
+
+  // A compound move for a bottleneck at a PS: every input of one (switch a, PS s, range r) moves
+  // to other switches already aggregating range r for s (within the fan-in), so a's partial sum
+  // of r no longer reaches s. A single move cannot find it: the PS's load falls only when the last
+  // input leaves. Streams with the fewest inputs are tried first; the first that relieves the
+  // bottleneck without raising any resource to it is made. Deterministic.
+  bool CloseStream(const std::vector<char>& in_b, double limit) {
+    std::map<std::tuple<int, int, int>, std::vector<int>> inputs;  // (a, s, r) -> pairs
+    for (size_t i = 0; i < c_.pairs.size(); ++i) {
+      const PairCandidates& pc = c_.pairs[i];
+      const int s = c_.ps[pc.ps_index];
+      if (c_.shares[pc.ps_index] <= kEps || !in_b[net_.NodeResource(s)]) continue;
+      for (size_t r = 0; r < assign_[i].size(); ++r) {
+        const int a = pc.options[assign_[i][r].first].agg;
+        if (a != s) inputs[{a, s, static_cast<int>(r)}].push_back(static_cast<int>(i));
+      }
+    }
+    std::vector<std::pair<size_t, std::tuple<int, int, int>>> order;
+    for (const auto& [key, list] : inputs) order.emplace_back(list.size(), key);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [count, key] : order) {
+      const auto [a, s, r] = key;
+      const std::vector<int>& list = inputs.at(key);
+      Delta d;
+      for (int i : list) FlowDelta(i, r, assign_[i][r].first, assign_[i][r].second, -1, &d);
+      // FlowDelta drops a's stream of r with the last input only (one input: done above);
+      // here every input leaves, so the stream goes once.
+      const double x = Amount(list[0], r);
+      if (list.size() > 1) {
+        for (int arc : c_.streams.at({a, s})[StreamPath({a, s})].arcs) {
+          d[net_.ArcResource(arc)] -= x;
+        }
+        d[net_.NodeResource(s)] -= x;
+      }
+      std::map<int, int> added;  // switch -> inputs added
+      std::vector<std::pair<int, int>> target;
+      bool ok = true;
+      for (int i : list) {
+        const PairCandidates& pc = c_.pairs[i];
+        int best_o = -1, best_p = -1;
+        double best_peak = kUnbounded;
+        for (size_t o = 0; o < pc.options.size(); ++o) {
+          const int b = pc.options[o].agg;
+          if (b == a || b == s) continue;
+          const int fan = FanIn(b, s, r) + added[b];
+          if (FanIn(b, s, r) == 0 || fan >= kMaxFanIn) continue;
+          for (size_t p = 0; p < pc.options[o].paths.size(); ++p) {
+            double peak = Ratio(net_.NodeResource(b),
+                                unit_[net_.NodeResource(b)] + d[net_.NodeResource(b)] + x);
+            for (int arc : pc.options[o].paths[p].arcs) {
+              const int res = net_.ArcResource(arc);
+              peak = std::max(peak, Ratio(res, unit_[res] + d[res] + x));
+            }
+            if (peak < best_peak * (1 - 1e-12)) {
+              best_peak = peak;
+              best_o = static_cast<int>(o);
+              best_p = static_cast<int>(p);
+            }
+          }
+        }
+        if (best_o < 0) {
+          ok = false;
+          break;
+        }
+        ++added[pc.options[best_o].agg];
+        d[net_.NodeResource(pc.options[best_o].agg)] += x;
+        for (int arc : pc.options[best_o].paths[best_p].arcs) d[net_.ArcResource(arc)] += x;
+        target.emplace_back(best_o, best_p);
+      }
+      double score;
+      if (!ok || !Improves(d, in_b, limit, &score)) continue;
+      for (int i : list) Apply(i, r, -1);
+      for (size_t k = 0; k < list.size(); ++k) {
+        assign_[list[k]][r] = target[k];
+        Apply(list[k], r, +1);
+      }
+      return true;
+    }
     return false;
   }
 

@@ -33,7 +33,10 @@
 //   3. Paths and local search: each (worker, range) flow and each switch's stream is put on its
 //      balanced candidate path, then a local search moves single (worker, range) flows to another
 //      node (the PS, or a switch already aggregating that range or that shard) or path, and
-//      streams to another path, while the bottleneck's utilisation falls (bounded move budget).
+//      streams to another path, while the bottleneck's utilisation falls (bounded move budget);
+//      when no single move helps and a PS is a bottleneck, a compound move closes one switch's
+//      partial sum of one range: all its inputs move to switches already summing that range
+//      (the PS's load falls only when the last input leaves, so single moves never find it).
 //   4. The better of this plan and plain grid is kept; JobDiagnostics::source says which
 //      ("split", "split+local_search", or grid's). lp_bound_gbps is the richer LP's optimum, a
 //      bound on every single-level plan over its candidates (any chunk split), hence >= both
