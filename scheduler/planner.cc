@@ -17,8 +17,9 @@ namespace inac::scheduler {
 namespace {
 
 // Version of the fingerprint's encoding: bump it when the encoding or what the planner depends
-// on changes, so that stored plans are re-planned once.
-constexpr const char* kFingerprintFormat = "inac-plan-inputs-v2";
+// on changes, so that stored plans are re-planned once. v3: large jobs get spread candidates and
+// grid-split closes streams (issue 15): equal inputs now plan differently.
+constexpr const char* kFingerprintFormat = "inac-plan-inputs-v3";
 
 std::string Sha256Hex(const std::string& text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
