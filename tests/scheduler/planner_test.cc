@@ -77,8 +77,9 @@ TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
   const std::string fp = PlanFingerprint(request);
   // A fixed value: SHA-256 of the canonical encoding, the same on every build and machine (it is
   // stored with each plan and compared after a restart). Change it only with the format version
-  // (v2: ring jobs planned as Rina, two-level ATP deployed).
-  EXPECT_EQ(fp, "3023b354bbe8551d0f265c1ddd62d5694d139058d0d8dd2f7cb66204efad0ec7");
+  // (v2: ring jobs planned as Rina, two-level ATP deployed; v3: spread candidates for large jobs,
+  // grid-split closes streams).
+  EXPECT_EQ(fp, "ffa9b496337faf997d4c03056bcb15efa655441001c0c58d45791e3fd1e058c9");
   std::swap(request.jobs[0], request.jobs[1]);
   EXPECT_EQ(PlanFingerprint(request), fp) << "job order does not matter";
   request.options.rounds = 9;
