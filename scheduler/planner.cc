@@ -46,6 +46,7 @@ std::string PlanFingerprint(const PlanRequest& request) {
                           {"seed", o.seed},
                           {"rounds", o.rounds},
                           {"paths", o.paths},
+                          {"spread_min_columns", o.spread_min_columns},
                           {"lp_time_limit_s", o.lp_time_limit_s},
                           {"mip_time_limit_s", o.mip_time_limit_s},
                           {"topology_version", request.topology_version}};
@@ -68,6 +69,7 @@ PlanningInput RoutingInputOf(const PlanRequest& request, std::vector<const core:
   input.seed = o.seed;
   input.options.rounds = o.rounds;
   input.options.paths = o.paths;
+  input.options.spread_min_columns = o.spread_min_columns;
   input.options.lp_time_limit_s = o.lp_time_limit_s;
   input.options.mip_time_limit_s = o.mip_time_limit_s;
   input.options.joint_lp_max_columns = o.joint_lp_max_columns;

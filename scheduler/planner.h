@@ -56,6 +56,10 @@ struct PlannerOptions {
   uint64_t seed = 1;
   int rounds = 8;  // randomised rounding repetitions (GRID/InArt)
   int paths = 4;   // candidate paths per (source, destination)
+  // GRID/InArt: spread candidates for a job whose per-worker LP is estimated above this many
+  // columns (PlanningOptions::spread_min_columns: 20,000, i.e. jobs of a few hundred workers); 0:
+  // every job (better plans for mid-size jobs too, at about twice the LP time); -1: never.
+  int64_t spread_min_columns = PlanningOptions{}.spread_min_columns;
   double lp_time_limit_s = 60;
   double mip_time_limit_s = 30;
   // Stability of re-plans with a `previous` plan: a running job (state kRunning, planned in

@@ -24,6 +24,7 @@ struct PlanArgs {
   uint64_t seed = scheduler::PlannerOptions{}.seed;
   int rounds = scheduler::PlannerOptions{}.rounds;
   int paths = scheduler::PlannerOptions{}.paths;
+  int64_t spread_min_columns = scheduler::PlannerOptions{}.spread_min_columns;
   double time_limit_s = 0;  // 0: the planner's (LP 60 s, MIP 30 s)
   bool compact = false;
 };
@@ -56,6 +57,10 @@ int Run(const PlanArgs& a) {
     std::cerr << "inac: --rounds must not be negative\n";
     bad = true;
   }
+  if (a.spread_min_columns < -1) {
+    std::cerr << "inac: --spread-min-columns must be -1 (never), 0 (always) or a column count\n";
+    bad = true;
+  }
   if (bad) return kExitBadInput;
 
   // Job ids are positions in the jobs file (1-based), every job pending and just submitted
@@ -73,6 +78,7 @@ int Run(const PlanArgs& a) {
   request.options.seed = a.seed;
   request.options.rounds = a.rounds;
   request.options.paths = a.paths;
+  request.options.spread_min_columns = a.spread_min_columns;
   if (a.time_limit_s > 0) {
     request.options.lp_time_limit_s = a.time_limit_s;
     request.options.mip_time_limit_s = a.time_limit_s;
@@ -159,6 +165,10 @@ void AddPlanCommand(CLI::App& app) {
   cmd->add_option("--rounds", args->rounds, "Randomised rounding repetitions R")
       ->capture_default_str();
   cmd->add_option("--paths", args->paths, "Candidate paths k per (source, destination)")
+      ->capture_default_str();
+  cmd->add_option("--spread-min-columns", args->spread_min_columns,
+                  "Spread candidates (arc-diverse paths, detours in a per-pair order) for jobs "
+                  "whose LP is estimated above this many columns; 0: every job, -1: none")
       ->capture_default_str();
   cmd->add_option("--memory-policy", args->memory_policy, "esa|atp|switchml|no_ina")
       ->check(CLI::IsMember({"esa", "atp", "switchml", "no_ina"}))

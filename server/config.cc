@@ -163,6 +163,8 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       integer(v, k, 0, 10000, &config.controller.rounds);
     } else if (k == "paths") {
       integer(v, k, 1, 64, &config.controller.paths);
+    } else if (k == "spread_min_columns") {
+      integer(v, k, -1, INT64_MAX, &config.controller.spread_min_columns);
     } else if (k == "timer_ms") {
       integer(v, k, 100, 3600000, &config.controller.timer_ms);
     } else if (k == "counters_period_ms") {

@@ -78,13 +78,16 @@ TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
   // A fixed value: SHA-256 of the canonical encoding, the same on every build and machine (it is
   // stored with each plan and compared after a restart). Change it only with the format version
   // (v2: ring jobs planned as Rina, two-level ATP deployed; v3: spread candidates for large jobs,
-  // grid-split closes streams).
-  EXPECT_EQ(fp, "ffa9b496337faf997d4c03056bcb15efa655441001c0c58d45791e3fd1e058c9");
+  // grid-split closes streams, the spread_min_columns option).
+  EXPECT_EQ(fp, "06ec5e736279ea8be1fe8ebe476e75c9d61ddd89b0649d6027d6eb4a3368f348");
   std::swap(request.jobs[0], request.jobs[1]);
   EXPECT_EQ(PlanFingerprint(request), fp) << "job order does not matter";
   request.options.rounds = 9;
   EXPECT_NE(PlanFingerprint(request), fp);
   request.options.rounds = PlannerOptions{}.rounds;
+  request.options.spread_min_columns = 0;
+  EXPECT_NE(PlanFingerprint(request), fp);
+  request.options.spread_min_columns = PlannerOptions{}.spread_min_columns;
   request.topology_version = 8;
   EXPECT_NE(PlanFingerprint(request), fp);
   request.topology_version = 7;

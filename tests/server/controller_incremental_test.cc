@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
+#include "server/config.h"
 #include "tests/fixtures/sample_jobs.h"
 #include "tests/server/server_fixture.h"
 
@@ -174,6 +175,21 @@ TEST_F(ControllerIncrementalTest, WithoutIncrementalEveryChangeIsOneFullPlan) {
   EXPECT_TRUE(Events("plan_refined").empty());
   EXPECT_EQ(server_->JobState(a), "running");
   EXPECT_EQ(server_->JobState(b), "running");
+}
+
+// Spread candidates (scheduler::PlannerOptions::spread_min_columns) are a controller option.
+TEST(PlannerConfigTest, SpreadMinColumnsIsAConfigOption) {
+  std::vector<core::Problem> problems;
+  auto config = ParseServeConfig(R"({"spread_min_columns": 0})", ServeConfig{}, &problems);
+  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
+  EXPECT_EQ(config->controller.spread_min_columns, 0);
+  EXPECT_EQ(ServeConfig{}.controller.spread_min_columns, 20000);
+  for (const char* bad : {R"({"spread_min_columns": -2})", R"({"spread_min_columns": "all"})"}) {
+    problems.clear();
+    EXPECT_FALSE(ParseServeConfig(bad, ServeConfig{}, &problems)) << bad;
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_EQ(problems[0].path, "spread_min_columns");
+  }
 }
 
 }  // namespace

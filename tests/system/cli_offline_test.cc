@@ -157,6 +157,16 @@ TEST_F(CliOfflineTest, PlanPrintsAPlanAndRefusesUnknownHosts) {
       RunInac("plan --topology " + topology_ + " --jobs " + bad + " --algorithm grid", dir_);
   EXPECT_EQ(refused.exit, 2) << refused.out;
   EXPECT_NE(refused.out.find("nowhere"), std::string::npos) << refused.out;
+  // Spread candidates for every job: a plan (another fingerprint); below -1: a clear error.
+  const CliRun spread = RunInac("plan --topology " + topology_ + " --jobs " + jobs +
+                                    " --algorithm grid --compact --spread-min-columns 0",
+                                dir_);
+  ASSERT_EQ(spread.exit, 0) << spread.out;
+  EXPECT_NE(StdoutJson(spread).at("fingerprint"), plan.at("fingerprint"));
+  const CliRun bad_spread = RunInac(
+      "plan --topology " + topology_ + " --jobs " + jobs + " --spread-min-columns -2", dir_);
+  EXPECT_EQ(bad_spread.exit, 2) << bad_spread.out;
+  EXPECT_NE(bad_spread.out.find("--spread-min-columns"), std::string::npos) << bad_spread.out;
 }
 
 }  // namespace
