@@ -59,19 +59,19 @@ struct PlanningOptions {
   // any candidate is built; such a job is also always grouped (lp_symmetry_min_columns >= 0).
   // By Yen's arc-id order and node ids every ToR of a large fat-tree routes through the same few
   // core links and detour switches: k=32 / 1024 workers / 4 PSs plans 8.0 Gbps (LP bound 8.7)
-  // with Yen's candidates, 19.6 Gbps (bound 20.7) spread, in half the CPU (docs/routing.md
+  // with Yen's candidates, 20.3 Gbps (bound 21.3) spread, in half the CPU (docs/routing.md
   // section 7). Smaller jobs keep Yen's candidates: spread ones plan them better too (the k=8
   // 20-job re-plan: minimum 12.5 -> 16.7 Gbps) but their LP takes about twice as long (0.7 ->
   // 1.3-2 s CPU). 0: always; negative: never.
   int64_t spread_min_columns = 20000;
   // A spread job's detour switches: min(extra_candidates, this). Spread over the fabric, two
   // already lift the bound far above Yen's candidates, and CLP's time grows fast with more
-  // (k=16 / 256 workers: 2 detours 0.6 s CPU, bound 51.6 Gbps; 6 detours 6 s, bound 100; k=32 /
-  // 1024 workers: 2 detours 3.5-3.9 s, bound 20.7; 3 detours 6.9 s, bound 30.0; 6 detours 38 s,
+  // (k=16 / 256 workers: 2 detours 0.5 s CPU, bound 50.9 Gbps; 6 detours 6 s, bound 100; k=32 /
+  // 1024 workers: 2 detours 4.2 s, bound 21.3; 3 detours 6.9 s, bound 30.0; 6 detours 38 s,
   // bound 54.0).
   int spread_extra_candidates = 2;
   // Then a spread job's detours are dropped, the last-ranked first (TrimDetours), until its LP
-  // has at most this many columns (k=32 / 1024 workers with 2 detours: 40,660). <= 0: no trim.
+  // has at most this many columns (k=32 / 1024 workers with 2 detours: 40,640). <= 0: no trim.
   int64_t spread_lp_max_columns = 45000;
   // Several jobs are planned in one LP when it has at most this many columns, otherwise one job
   // at a time in priority order with the jobs planned before them as background load.
