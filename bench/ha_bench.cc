@@ -103,6 +103,15 @@ std::optional<LeaderInfo> LeaderOf(inac::storage::etcd::EtcdClient& client) {
   return LeaderInfo{v.value("node_id", ""), got->kvs(0).create_revision()};
 }
 
+// The leader key's holder once one is elected, polling for up to 30 s; nullopt after that.
+std::optional<LeaderInfo> AwaitLeader(inac::storage::etcd::EtcdClient& client) {
+  for (int i = 0; i < 300; ++i) {
+    if (auto leader = LeaderOf(client)) return leader;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
 int Fail(const std::string& what) {
   std::fprintf(stderr, "ha_bench: %s\n", what.c_str());
   return 1;
@@ -130,11 +139,7 @@ int Failover(int ttl_s, const std::string& base_dir) {
     if (!s.ok()) return Fail(s.ToString());
     nodes[id] = std::move(node);
   }
-  std::optional<LeaderInfo> leader;
-  for (int i = 0; i < 300 && !leader; ++i) {
-    leader = LeaderOf(**client);
-    if (!leader) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  std::optional<LeaderInfo> leader = AwaitLeader(**client);
   if (!leader) return Fail("no leader");
   systest::Rest rest(nodes[leader->node_id]->host_port(), absl::Seconds(60));
   if (rest.Put("/topology", inac::core::TopologyToJson(topology)).status != 200) {
@@ -205,11 +210,7 @@ int main() {
       if (!s.ok()) return Fail(s.ToString());
       nodes[id] = std::move(node);
     }
-    std::optional<LeaderInfo> leader;
-    for (int i = 0; i < 300 && !leader; ++i) {
-      leader = LeaderOf(**client);
-      if (!leader) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    std::optional<LeaderInfo> leader = AwaitLeader(**client);
     if (!leader) return Fail("no leader");
     if (!Submit(nodes[leader->node_id]->host_port(), "etcd", "e-")) {
       return Fail("etcd submissions failed");
