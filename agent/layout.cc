@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/packet.h"
+#include "core/topology.h"
 
 namespace inac::agent {
 
@@ -85,45 +86,79 @@ absl::StatusOr<Layout> ComputeLayout(const JobConfig& config, int64_t lanes) {
   return layout;
 }
 
-absl::StatusOr<std::vector<size_t>> MatchTags(const JobConfig& from, const Layout& from_layout,
-                                              const JobConfig& to, const Layout& to_layout) {
+std::vector<uint32_t> ChunkOwners(const Layout& layout) {
+  std::vector<uint32_t> owners(static_cast<size_t>(layout.chunks), 0);
+  for (size_t i = 0; i < layout.tags.size(); ++i) {
+    const TagSpan& s = layout.tags[i];
+    for (int64_t k = 0; k < s.chunks; ++k) {
+      owners[static_cast<size_t>(s.first_chunk + k)] = static_cast<uint32_t>(i);
+    }
+  }
+  return owners;
+}
+
+absl::Status CheckContinuation(const JobConfig& from, const Layout& from_layout,
+                               const JobConfig& to, const Layout& to_layout) {
   if (from.job_id != to.job_id) {
     return absl::FailedPreconditionError(
         absl::StrCat("the new configuration is of job ", to.job_id, ", not ", from.job_id));
+  }
+  if (from_layout.chunks != to_layout.chunks || from_layout.lanes != to_layout.lanes) {
+    return absl::FailedPreconditionError(absl::StrCat("plan ", to.plan_version, " lays out ",
+                                                      to_layout.chunks, " chunks, not ",
+                                                      from_layout.chunks));
+  }
+  // A tag value the two configurations share must carry the same lanes.
+  std::map<uint32_t, const TagSpan*> spans;
+  for (const TagSpan& s : from_layout.tags) spans[s.tag] = &s;
+  for (const TagSpan& s : to_layout.tags) {
+    auto old = spans.find(s.tag);
+    if (old != spans.end() &&
+        (old->second->first_chunk != s.first_chunk || old->second->chunks != s.chunks)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("plan ", to.plan_version, " gives tag ", s.tag,
+                       " other lanes without a new generation (its old packets would be misread)"));
+    }
   }
   auto members = [](const JobConfig::Tag& t) {
     std::map<std::string, uint32_t> out;
     for (const auto& m : t.members) out[m.worker] = m.address;
     return out;
   };
-  std::vector<size_t> match(from.tags.size());
-  for (size_t i = 0; i < from.tags.size(); ++i) {
-    const JobConfig::Tag& a = from.tags[i];
-    const TagSpan& sa = from_layout.tags[i];
-    bool found = false;
-    for (size_t j = 0; j < to.tags.size() && !found; ++j) {
-      const JobConfig::Tag& b = to.tags[j];
-      const TagSpan& sb = to_layout.tags[j];
-      if (b.ps != a.ps || sb.first_lane != sa.first_lane || sb.chunks != sa.chunks ||
-          sb.lanes != sa.lanes) {
-        continue;
-      }
-      if (members(a) != members(b)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("plan ", to.plan_version, " gives tag ", a.tag, " (PS ", a.ps,
-                         ") other members: the job's layout changed"));
-      }
-      match[i] = j;
-      found = true;
+  // Walk the gradient's chunks once, a run of chunks with the same pair of owners at a time.
+  auto by_chunk = [](const Layout& l) {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < l.tags.size(); ++i) {
+      if (l.tags[i].chunks > 0) order.push_back(i);
     }
-    if (!found) {
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return l.tags[a].first_chunk < l.tags[b].first_chunk; });
+    return order;
+  };
+  const std::vector<size_t> a = by_chunk(from_layout), b = by_chunk(to_layout);
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const TagSpan& sa = from_layout.tags[a[i]];
+    const TagSpan& sb = to_layout.tags[b[j]];
+    const JobConfig::Tag& ta = from.tags[a[i]];
+    const JobConfig::Tag& tb = to.tags[b[j]];
+    const int64_t lo = std::max(sa.first_chunk, sb.first_chunk);
+    if (ta.ps != tb.ps || ta.ps_address != tb.ps_address) {
       return absl::FailedPreconditionError(
-          absl::StrCat("plan ", to.plan_version, " cuts the gradient differently (no tag of PS ",
-                       a.ps, " carries lanes [", sa.first_lane, ", ", sa.first_lane + sa.lanes,
-                       ") any more: other PSs, shares or chunk ranges)"));
+          absl::StrCat("plan ", to.plan_version, " sends gradient chunk ", lo, " to PS ", tb.ps,
+                       " at ", core::FormatIpv4(tb.ps_address), ", not ", ta.ps, " at ",
+                       core::FormatIpv4(ta.ps_address), " (other PSs or shares)"));
     }
+    if (members(ta) != members(tb)) {
+      return absl::FailedPreconditionError(absl::StrCat("plan ", to.plan_version,
+                                                        " gives gradient chunk ", lo, " (PS ",
+                                                        ta.ps, ") other members"));
+    }
+    const int64_t ea = sa.first_chunk + sa.chunks, eb = sb.first_chunk + sb.chunks;
+    if (ea <= eb) ++i;
+    if (eb <= ea) ++j;
   }
-  return match;
+  return absl::OkStatus();
 }
 
 }  // namespace inac::agent

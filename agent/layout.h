@@ -49,14 +49,21 @@ struct Layout {
 // PS do not tile [0, 1) or its tags disagree on the share.
 absl::StatusOr<Layout> ComputeLayout(const JobConfig& config, int64_t lanes);
 
-// How a newer configuration of the same job continues a run (a re-plan while the agents run):
-// for every tag of `from`, the index of the tag of `to` that carries the same lanes (same
-// first_lane, chunks and lanes in the layouts) to the same PS from the same members (by worker
-// id and address, in any order). Its value may differ: a re-plan that aggregates the job
-// elsewhere changes the tags' generation (core::AggregationTag). FailedPrecondition, naming the
-// first difference, when `to` cuts the gradient differently (other PSs, shares, ranges or
-// members) or belongs to another job: a run cannot continue across such a change.
-absl::StatusOr<std::vector<size_t>> MatchTags(const JobConfig& from, const Layout& from_layout,
-                                              const JobConfig& to, const Layout& to_layout);
+// Which tag carries each gradient chunk: owners[g] = the index into `layout.tags` of the tag whose
+// chunks include gradient chunk g (every chunk has exactly one; tags with 0 chunks own none).
+std::vector<uint32_t> ChunkOwners(const Layout& layout);
+
+// Whether a run continues from `from` to `to`, a newer configuration of the same job (a re-plan
+// while the agents run). Both agents key their state by gradient chunk (iteration, g), so a
+// re-plan may change the tag values, the aggregation, the grants and how each PS's shard is cut
+// into chunk ranges (grid-split re-plans do), even in the middle of an iteration. What it may not
+// change: the job, the number of chunks, and for every gradient chunk its PS (id and address) and
+// the members who send it (worker ids and addresses): otherwise FailedPrecondition, naming the
+// first difference (other PSs, shares or members: the agents must be restarted). Also refused: a
+// tag value that both configurations carry with other lanes (a packet of the old configuration
+// would be read as the new one's; the controller gives a re-cut job a new generation,
+// core::AggregationTag).
+absl::Status CheckContinuation(const JobConfig& from, const Layout& from_layout,
+                               const JobConfig& to, const Layout& to_layout);
 
 }  // namespace inac::agent

@@ -26,11 +26,11 @@ void SleepUs(int64_t us) {
 constexpr int64_t kMaxLingerFactor = 10;
 
 struct Accumulator {
-  std::vector<uint8_t> counted;  // per member
+  std::vector<uint8_t> counted;  // per member (canonical index)
   size_t n = 0;
   std::array<uint32_t, kLanes> sum{};
   uint32_t slot = 0;
-  size_t view = 0;     // the tag value (PsTag::views) of the first packet counted
+  size_t view = 0;     // the tag value (Ps::views_) of the first packet counted
   bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
 };
 
@@ -40,24 +40,27 @@ struct AggregatorInputs {
   std::vector<std::string> error;
 };
 
-// How to read the packets of one tag value: whose data each source and bitmap carries. A re-plan
-// that aggregates the job elsewhere gives its tags new values (core::AggregationTag's generation);
-// each value keeps the reading of the configuration it came with.
+// How to read the packets of one tag value: its lanes, and whose data each source and bitmap
+// carries. A re-plan that aggregates the job elsewhere gives its tags new values
+// (core::AggregationTag's generation); each value keeps the reading of the configuration it came
+// with.
 struct TagView {
   const JobConfig::Tag* tag = nullptr;
+  TagSpan span;
   std::unordered_map<uint32_t, int> member_at;         // address -> member index (canonical)
   std::unordered_map<uint32_t, size_t> aggregator_at;  // address -> aggregator index
   std::vector<AggregatorInputs> inputs;                // per aggregator, canonical member indices
 };
 
-struct PsTag {
-  const JobConfig::Tag* tag = nullptr;  // as first configured: its member order is canonical
-  TagSpan span;                         // span.tag: the latest value (results are sent with it)
-  int64_t total = 0;                    // chunks over all iterations
-  std::vector<TagView> views;           // one per tag value, oldest first
-  std::vector<bool> complete;           // per chunk number
-  std::unordered_map<uint32_t, Accumulator> open;
-  std::map<uint32_t, PacketBytes> kept;  // the last results, by chunk
+// The PS's shard of the gradient: the gradient chunks [first, first + chunks) of every
+// configuration (agent::CheckContinuation). Everything is kept per (iteration, gradient chunk),
+// key = iteration * chunks + (g - first), whatever tags carry the chunks.
+struct Shard {
+  int64_t first = 0;
+  int64_t chunks = 0;
+  std::vector<bool> complete;  // per key
+  std::unordered_map<int64_t, Accumulator> open;
+  std::map<int64_t, InaPacket> kept;  // the last results, by key (tag and chunk as first sent)
   size_t keep = 256;
   std::vector<int64_t> done_in_iteration;
   int64_t iterations_done = 0;
@@ -83,48 +86,56 @@ class Ps {
     if (options_.lanes < 1) return absl::InvalidArgumentError("gradient: needs at least one lane");
     auto layout = ComputeLayout(*config_, options_.lanes);
     if (!layout.ok()) return layout.status();
-    layout_ = *layout;
-    if (static_cast<double>(options_.iterations) * static_cast<double>(layout->chunks) >=
+    layout_ = std::move(*layout);
+    if (static_cast<double>(options_.iterations) * static_cast<double>(layout_.chunks) >=
         4294967296.0) {
       return absl::InvalidArgumentError(
           "--iterations x chunks: chunk numbers would not fit the header's 32 bits");
     }
     std::set<std::string> everyone;
+    int tags = 0;
+    int64_t end = 0;
+    shard_.first = -1;
     for (size_t i = 0; i < config_->tags.size(); ++i) {
       const JobConfig::Tag& t = config_->tags[i];
       if (t.ps != options_.ps) continue;
       if (t.members.empty()) {
         return absl::FailedPreconditionError(absl::StrCat("tag ", t.tag, " has no members"));
       }
-      PsTag p;
-      p.tag = &t;
-      p.span = layout->tags[i];
-      p.total = p.span.chunks * options_.iterations;
-      p.complete.assign(static_cast<size_t>(p.total), false);
-      p.done_in_iteration.assign(static_cast<size_t>(options_.iterations), 0);
-      for (const auto& m : t.members) everyone.insert(m.worker);
-      auto view = MakeView(p, t);
-      if (!view.ok()) return view.status();
-      p.views.push_back(std::move(*view));
-      if (p.span.chunks == 0) p.iterations_done = options_.iterations;
-      tag_index_[t.tag] = {tags_.size(), 0};
-      tags_.push_back(std::move(p));
+      ++tags;
+      for (const auto& m : t.members) {
+        everyone.insert(m.worker);
+        if (canonical_.emplace(m.worker, static_cast<int>(members_.size())).second) {
+          members_.push_back(m);
+        }
+      }
+      const TagSpan& span = layout_.tags[i];
+      report_.size_bytes += span.lanes * 4;
+      if (span.chunks == 0) continue;
+      if (shard_.first < 0 || span.first_chunk < shard_.first) shard_.first = span.first_chunk;
+      end = std::max(end, span.first_chunk + span.chunks);
     }
-    for (PsTag& p : tags_) {
-      p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
-      // Deferred results go out a whole iteration at a time: keep two iterations.
-      if (options_.reduce) p.keep = std::max(p.keep, 2 * static_cast<size_t>(p.span.chunks));
-    }
-    if (tags_.empty()) {
+    if (tags == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(options_.ps, " is not the PS of any tag of job ", config_->job_id));
+    }
+    if (shard_.first < 0) shard_.first = 0;
+    shard_.chunks = std::max<int64_t>(0, end - shard_.first);
+    if (absl::Status s = AddViews(*config_); !s.ok()) return s;
+    owner_ = ChunkOwners(layout_);
+    shard_.complete.assign(static_cast<size_t>(shard_.chunks * options_.iterations), false);
+    shard_.done_in_iteration.assign(static_cast<size_t>(options_.iterations), 0);
+    if (shard_.chunks == 0) shard_.iterations_done = options_.iterations;
+    shard_.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
+    // Deferred results go out a whole iteration at a time: keep two iterations.
+    if (options_.reduce) {
+      shard_.keep = std::max(shard_.keep, 2 * static_cast<size_t>(shard_.chunks));
     }
     report_.ps = options_.ps;
     report_.job_id = config_->job_id;
     report_.plans.push_back(config_->plan_version);
     report_.workers = static_cast<int>(everyone.size());
-    report_.tags = static_cast<int>(tags_.size());
-    for (const PsTag& p : tags_) report_.size_bytes += p.span.lanes * 4;
+    report_.tags = tags;
     progress_.assign(static_cast<size_t>(options_.iterations), IterationProgress{});
     return absl::OkStatus();
   }
@@ -176,18 +187,39 @@ class Ps {
   const PsReport& report() const { return report_; }
 
  private:
-  // The reading of tag `t` (a configuration of `p`'s tag): member indices are those of p.tag
-  // (matched by worker id), so accumulators survive re-plans.
-  absl::StatusOr<TagView> MakeView(const PsTag& p, const JobConfig::Tag& t) {
+  // Views for the tags of `config` whose PS this is (their member indices are canonical: matched
+  // by worker id, so accumulators survive re-plans).
+  absl::Status AddViews(const JobConfig& config) {
+    auto layout = ComputeLayout(config, options_.lanes);
+    if (!layout.ok()) return layout.status();
+    for (size_t i = 0; i < config.tags.size(); ++i) {
+      const JobConfig::Tag& t = config.tags[i];
+      if (t.ps != options_.ps) continue;
+      auto view = MakeView(t, layout->tags[i]);
+      if (!view.ok()) return view.status();
+      auto known = tag_index_.find(t.tag);
+      if (known != tag_index_.end()) {
+        views_[known->second] = std::move(*view);  // same value: the newer reading
+      } else {
+        tag_index_[t.tag] = views_.size();
+        views_.push_back(std::move(*view));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TagView> MakeView(const JobConfig::Tag& t, const TagSpan& span) {
     TagView v;
     v.tag = &t;
+    v.span = span;
     std::vector<int> canonical(t.members.size(), -1);
     for (size_t m = 0; m < t.members.size(); ++m) {
-      canonical[m] = p.tag->MemberIndex(t.members[m].worker);
-      if (canonical[m] < 0) {
+      auto c = canonical_.find(t.members[m].worker);
+      if (c == canonical_.end()) {
         return absl::FailedPreconditionError(
             absl::StrCat("tag ", t.tag, ": member ", t.members[m].worker, " is new"));
       }
+      canonical[m] = c->second;
       v.member_at[t.members[m].address] = canonical[m];
     }
     uint32_t window = std::max(options_.window, kDefaultWindow);
@@ -221,35 +253,21 @@ class Ps {
     return next != nullptr ? Adopt(std::move(next)) : absl::OkStatus();
   }
 
-  // Continues under `next` (a re-plan): the same lanes, PSs and members (agent::MatchTags), each
-  // tag read by the configuration of its value; results go out with the latest value.
+  // Continues under `next` (a re-plan): the same PS and members for every gradient chunk
+  // (agent::CheckContinuation), possibly cut into other tags. Each tag value is read by the
+  // configuration it came with; results go out under the latest configuration's tags.
   absl::Status Adopt(std::shared_ptr<const JobConfig> next) {
     auto layout = ComputeLayout(*next, options_.lanes);
     if (!layout.ok()) return layout.status();
-    auto match = MatchTags(*config_, layout_, *next, *layout);
-    if (!match.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(match.status().message(), "; restart the agents"));
+    if (absl::Status s = CheckContinuation(*config_, layout_, *next, *layout); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(s.message(), "; restart the agents"));
     }
-    for (size_t i = 0; i < tags_.size(); ++i) {
-      PsTag& p = tags_[i];
-      const JobConfig::Tag& t = next->tags[(*match)[p.span.tag_index]];
-      auto view = MakeView(p, t);
-      if (!view.ok()) return view.status();
-      auto known = tag_index_.find(t.tag);
-      if (known != tag_index_.end() && known->second.first == i) {
-        p.views[known->second.second] = std::move(*view);  // same value: the newer reading
-      } else {
-        tag_index_[t.tag] = {i, p.views.size()};
-        p.views.push_back(std::move(*view));
-      }
-      p.span.tag = t.tag;
-      p.span.tag_index = (*match)[p.span.tag_index];
-    }
-    for (PsTag& p : tags_) p.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
+    if (absl::Status s = AddViews(*next); !s.ok()) return s;
+    shard_.keep = std::max(shard_.keep, 4 * static_cast<size_t>(keep_window_));
     retired_.push_back(std::move(config_));  // its tags still read packets of their values
     config_ = std::move(next);
     layout_ = std::move(*layout);
+    owner_ = ChunkOwners(layout_);
     report_.plans.push_back(config_->plan_version);
     return absl::OkStatus();
   }
@@ -293,6 +311,16 @@ class Ps {
     return true;
   }
 
+  // The latest configuration's tag carrying gradient chunk g, and g's number on the wire in
+  // iteration `it` under it.
+  const JobConfig::Tag& OwnerTag(int64_t g) const {
+    return config_->tags[owner_[static_cast<size_t>(g)]];
+  }
+  uint32_t WireChunk(int64_t it, int64_t g) const {
+    const TagSpan& s = layout_.tags[owner_[static_cast<size_t>(g)]];
+    return static_cast<uint32_t>(it * s.chunks + (g - s.first_chunk));
+  }
+
   // True when the packet belongs to one of this PS's tags and chunks.
   bool OnDatagram(const Datagram& d, int64_t now) {
     PsCounters& c = report_.counters;
@@ -311,14 +339,18 @@ class Ps {
       ++c.unknown_tag;
       return false;
     }
-    PsTag& t = tags_[found->second.first];
-    const TagView& view = t.views[found->second.second];
-    if (static_cast<int64_t>(packet->chunk) >= t.total) {
+    const size_t view_index = found->second;
+    const TagView& view = views_[view_index];
+    if (view.span.chunks == 0 ||
+        static_cast<int64_t>(packet->chunk) >= view.span.chunks * options_.iterations) {
       ++c.out_of_range;
       return false;
     }
     const bool retransmit = (packet->flags & kFlagRetransmit) != 0;
-    const int64_t it = static_cast<int64_t>(packet->chunk) / t.span.chunks;
+    const int64_t it = static_cast<int64_t>(packet->chunk) / view.span.chunks;
+    const int64_t g =
+        view.span.first_chunk + static_cast<int64_t>(packet->chunk) - it * view.span.chunks;
+    const int64_t key = it * shard_.chunks + (g - shard_.first);
     IterationProgress& prog = progress_[static_cast<size_t>(it)];
     if (prog.first_us < 0) prog.first_us = now;
     if (retransmit) {
@@ -370,15 +402,14 @@ class Ps {
     }
     if (static_cast<size_t>(packet->count) != members.size()) ++c.count_mismatch;
 
-    if (t.complete[packet->chunk]) {
+    if (shard_.complete[static_cast<size_t>(key)]) {
       ++c.duplicate;
-      if (retransmit) Resend(t, packet->chunk, raw_member);
+      if (retransmit) Resend(key, raw_member);
       return true;
     }
-    Accumulator& acc = t.open[packet->chunk];
-    const size_t view_index = found->second.second;
+    Accumulator& acc = shard_.open[key];
     if (acc.counted.empty()) {
-      acc.counted.assign(t.tag->members.size(), 0);
+      acc.counted.assign(members_.size(), 0);
       acc.slot = packet->slot;
       acc.view = view_index;
     }
@@ -410,61 +441,65 @@ class Ps {
       c.in_network += contributed;
       prog.in_network += contributed;
     }
-    if (acc.n == t.tag->members.size()) Complete(t, packet->chunk, now);
+    // Every member of the chunk's tag counted (the same members in every configuration).
+    if (acc.n == OwnerTag(g).members.size()) Complete(key, now);
     return true;
   }
 
-  void Complete(PsTag& t, uint32_t chunk, int64_t now) {
-    Accumulator& acc = t.open[chunk];
+  void Complete(int64_t key, int64_t now) {
+    Accumulator& acc = shard_.open[key];
+    const int64_t it = key / shard_.chunks;
+    const int64_t g = shard_.first + key % shard_.chunks;
+    const JobConfig::Tag& owner = OwnerTag(g);
     InaPacket r;
-    r.tag = t.span.tag;
-    r.chunk = chunk;
+    r.tag = owner.tag;
+    r.chunk = WireChunk(it, g);
     r.slot = acc.slot;
     r.flags = kFlagResult;
-    r.count = static_cast<uint8_t>(t.tag->members.size());
+    r.count = static_cast<uint8_t>(owner.members.size());
     for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
-    t.open.erase(chunk);
-    t.complete[chunk] = true;
-    const int64_t it = static_cast<int64_t>(chunk) / t.span.chunks;
+    shard_.open.erase(key);
+    shard_.complete[static_cast<size_t>(key)] = true;
     if (options_.reduce) {
       // Rina's agent: the result waits for the iteration's reduction (ReduceReady).
-      const int64_t k = static_cast<int64_t>(chunk) - it * t.span.chunks;
       std::vector<int32_t>& sums = pending_[it];
       if (sums.empty()) sums.assign(static_cast<size_t>(options_.lanes), 0);
-      const int64_t b = t.span.ChunkBegin(k), e = t.span.ChunkEnd(k);
+      const int64_t b = g * kLanes, e = std::min(options_.lanes, b + kLanes);
       std::copy(r.lanes.begin(), r.lanes.begin() + (e - b), sums.begin() + b);
-      slot_of_[{static_cast<size_t>(&t - tags_.data()), chunk}] = r.slot;
-      SendAck(t, chunk, r.slot, -1);
-      CountDone(t, it, now);
+      slot_of_[key] = r.slot;
+      SendAck(key, r.slot, -1);
+      CountDone(it, now);
       return;
     }
-    PacketBytes bytes = EncodePacket(r);
-    SendResult(t, bytes, -1);
+    SendResult(owner, r, -1);
     ++report_.counters.results_sent;
-    t.kept[chunk] = bytes;
-    while (t.kept.size() > t.keep) t.kept.erase(t.kept.begin());
-    CountDone(t, it, now);
+    Keep(key, r);
+    CountDone(it, now);
   }
 
-  void CountDone(PsTag& t, int64_t it, int64_t now) {
-    if (++t.done_in_iteration[static_cast<size_t>(it)] == t.span.chunks) {
-      while (t.iterations_done < options_.iterations &&
-             t.done_in_iteration[static_cast<size_t>(t.iterations_done)] == t.span.chunks) {
-        ++t.iterations_done;
+  void Keep(int64_t key, const InaPacket& r) {
+    shard_.kept[key] = r;
+    while (shard_.kept.size() > shard_.keep) shard_.kept.erase(shard_.kept.begin());
+  }
+
+  void CountDone(int64_t it, int64_t now) {
+    if (++shard_.done_in_iteration[static_cast<size_t>(it)] == shard_.chunks) {
+      while (shard_.iterations_done < options_.iterations &&
+             shard_.done_in_iteration[static_cast<size_t>(shard_.iterations_done)] ==
+                 shard_.chunks) {
+        ++shard_.iterations_done;
       }
       EmitDone(now);
     }
   }
 
-  // With `reduce`: runs the reduction of every iteration all tags have completed, in order, and
+  // With `reduce`: runs the reduction of every iteration the shard has completed, in order, and
   // sends its results. Not re-entered (a reduction's datagrams only complete later iterations).
   void ReduceReady() {
     if (!options_.reduce || reducing_ || !status_.ok()) return;
     reducing_ = true;
     while (next_emit_ < options_.iterations && status_.ok()) {
-      bool ready = true;
-      for (const PsTag& t : tags_) ready &= t.iterations_done > next_emit_;
-      if (!ready) break;
+      if (shard_.iterations_done <= next_emit_) break;
       const int64_t it = next_emit_;
       std::vector<int32_t>& sums = pending_[it];
       if (sums.empty()) sums.assign(static_cast<size_t>(options_.lanes), 0);
@@ -473,29 +508,26 @@ class Ps {
         if (sent) return;
         sent = true;
         int sent_in_burst = 0;
-        for (size_t i = 0; i < tags_.size(); ++i) {
-          PsTag& t = tags_[i];
-          for (int64_t k = 0; k < t.span.chunks; ++k) {
-            InaPacket r;
-            r.tag = t.span.tag;
-            r.chunk = static_cast<uint32_t>(it * t.span.chunks + k);
-            r.slot = slot_of_[{i, r.chunk}];
-            slot_of_.erase({i, r.chunk});
-            r.flags = kFlagResult;
-            r.count = static_cast<uint8_t>(t.tag->members.size());
-            const int64_t b = t.span.ChunkBegin(k), e = t.span.ChunkEnd(k);
-            std::copy(sums.begin() + b, sums.begin() + e, r.lanes.begin());
-            PacketBytes bytes = EncodePacket(r);
-            if (options_.result_burst > 0 && sent_in_burst++ == options_.result_burst) {
-              // A software switch's egress queues hold a few dozen packets.
-              sent_in_burst = 1;
-              SleepUs(options_.result_gap_us);
-            }
-            SendResult(t, bytes, -1);
-            ++report_.counters.results_sent;
-            t.kept[r.chunk] = bytes;
-            while (t.kept.size() > t.keep) t.kept.erase(t.kept.begin());
+        for (int64_t off = 0; off < shard_.chunks; ++off) {
+          const int64_t g = shard_.first + off, key = it * shard_.chunks + off;
+          const JobConfig::Tag& owner = OwnerTag(g);
+          InaPacket r;
+          r.tag = owner.tag;
+          r.chunk = WireChunk(it, g);
+          r.slot = slot_of_[key];
+          slot_of_.erase(key);
+          r.flags = kFlagResult;
+          r.count = static_cast<uint8_t>(owner.members.size());
+          const int64_t b = g * kLanes, e = std::min(options_.lanes, b + kLanes);
+          std::copy(sums.begin() + b, sums.begin() + e, r.lanes.begin());
+          if (options_.result_burst > 0 && sent_in_burst++ == options_.result_burst) {
+            // A software switch's egress queues hold a few dozen packets.
+            sent_in_burst = 1;
+            SleepUs(options_.result_gap_us);
           }
+          SendResult(owner, r, -1);
+          ++report_.counters.results_sent;
+          Keep(key, r);
         }
       };
       auto on_datagram = [&](const Datagram& d) { (void)OnDatagram(d, NowUs()); };
@@ -508,95 +540,108 @@ class Ps {
     reducing_ = false;
   }
 
-  // Emits the iterations every tag has completed, in order.
+  // Emits the iterations the shard has completed, in order.
   void EmitDone(int64_t now) {
     if (options_.reduce) {
       ReduceReady();
       return;
     }
-    while (next_emit_ < options_.iterations) {
-      for (const PsTag& t : tags_) {
-        if (t.iterations_done <= next_emit_) return;
-      }
+    while (next_emit_ < options_.iterations && shard_.iterations_done > next_emit_) {
       EmitIteration(now);
     }
   }
 
   void EmitIteration(int64_t now) {
-    {
-      IterationProgress& p = progress_[static_cast<size_t>(next_emit_)];
-      IterationStats s;
-      s.iteration = next_emit_;
-      s.size_bytes = report_.size_bytes;
-      s.time_ms = p.first_us < 0 ? 0 : static_cast<double>(now - p.first_us) / 1000.0;
-      s.retransmissions = p.retransmissions;
-      s.contributions = p.contributions;
-      s.in_network = p.in_network;
-      report_.iterations.push_back(s);
-      if (options_.on_iteration) options_.on_iteration(s);
-      ++next_emit_;
-    }
+    IterationProgress& p = progress_[static_cast<size_t>(next_emit_)];
+    IterationStats s;
+    s.iteration = next_emit_;
+    s.size_bytes = report_.size_bytes;
+    s.time_ms = p.first_us < 0 ? 0 : static_cast<double>(now - p.first_us) / 1000.0;
+    s.retransmissions = p.retransmissions;
+    s.contributions = p.contributions;
+    s.in_network = p.in_network;
+    report_.iterations.push_back(s);
+    if (options_.on_iteration) options_.on_iteration(s);
+    ++next_emit_;
   }
 
-  // Rina's agent: `chunk` is summed (flags RESULT | AGGREGATE, no lanes), sent like a result.
-  void SendAck(const PsTag& t, uint32_t chunk, uint32_t slot, int only_member) {
+  // Rina's agent: the chunk of `key` is summed (flags RESULT | AGGREGATE, no lanes), sent like a
+  // result.
+  void SendAck(int64_t key, uint32_t slot, int only_member) {
+    const int64_t it = key / shard_.chunks;
+    const int64_t g = shard_.first + key % shard_.chunks;
+    const JobConfig::Tag& owner = OwnerTag(g);
     InaPacket a;
-    a.tag = t.span.tag;
-    a.chunk = chunk;
+    a.tag = owner.tag;
+    a.chunk = WireChunk(it, g);
     a.slot = slot;
     a.flags = kFlagResult | kFlagAggregate;
-    a.count = static_cast<uint8_t>(t.tag->members.size());
-    SendResult(t, EncodePacket(a), only_member);
+    a.count = static_cast<uint8_t>(owner.members.size());
+    SendResult(owner, a, only_member);
     ++report_.counters.acks_sent;
   }
 
-  // `only_member` >= 0 (unicast mode): that member alone.
-  void SendResult(const PsTag& t, const PacketBytes& bytes, int only_member) {
-    const auto& members = t.tag->members;
+  // To the members of `t` (r's tag in the latest configuration); `only_member` >= 0 (a canonical
+  // index, unicast mode): that member alone.
+  void SendResult(const JobConfig::Tag& t, const InaPacket& r, int only_member) {
+    const PacketBytes bytes = EncodePacket(r);
     if (!options_.unicast_results) {
-      (void)socket_->Send(members.front().address, options_.socket.port, bytes);
+      // The switches replicate it to every member (any member's address routes it there): the
+      // first member of the first configuration, whatever the plan.
+      (void)socket_->Send(members_.front().address, options_.socket.port, bytes);
       return;
     }
-    for (size_t m = 0; m < members.size(); ++m) {
-      if (only_member >= 0 && static_cast<int>(m) != only_member) continue;
-      (void)socket_->Send(members[m].address, options_.socket.port, bytes);
+    if (only_member >= 0) {
+      (void)socket_->Send(members_[static_cast<size_t>(only_member)].address, options_.socket.port,
+                          bytes);
+      return;
     }
+    for (const auto& m : t.members) (void)socket_->Send(m.address, options_.socket.port, bytes);
   }
 
-  void Resend(PsTag& t, uint32_t chunk, int raw_member) {
-    auto kept = t.kept.find(chunk);
-    if (kept == t.kept.end()) {
+  void Resend(int64_t key, int raw_member) {
+    auto kept = shard_.kept.find(key);
+    const int64_t it = key / shard_.chunks;
+    const int64_t g = shard_.first + key % shard_.chunks;
+    if (kept == shard_.kept.end()) {
       // Rina's agent: the result is not out yet (the iteration's reduction runs or waits): the
       // acknowledgement again.
-      if (options_.reduce && static_cast<int64_t>(chunk) / t.span.chunks >= next_emit_) {
-        auto slot = slot_of_.find({static_cast<size_t>(&t - tags_.data()), chunk});
-        SendAck(t, chunk, slot != slot_of_.end() ? slot->second : 0, raw_member);
+      if (options_.reduce && it >= next_emit_) {
+        auto slot = slot_of_.find(key);
+        SendAck(key, slot != slot_of_.end() ? slot->second : 0, raw_member);
         return;
       }
       ++report_.counters.results_forgotten;
       return;
     }
-    SetPacketTag(t.span.tag, &kept->second);  // the latest value: the switches route that one
-    SendResult(t, kept->second, raw_member);
+    // Under the latest configuration's tag: the switches route that one.
+    const JobConfig::Tag& owner = OwnerTag(g);
+    kept->second.tag = owner.tag;
+    kept->second.chunk = WireChunk(it, g);
+    SendResult(owner, kept->second, raw_member);
     ++report_.counters.results_resent;
   }
 
   std::shared_ptr<const JobConfig> config_;                // the latest adopted
   std::vector<std::shared_ptr<const JobConfig>> retired_;  // earlier ones, read by older views
   uint64_t seen_update_ = 0;
-  Layout layout_;
+  Layout layout_;                // config_'s
+  std::vector<uint32_t> owner_;  // gradient chunk -> index of config_'s tag carrying it
   uint32_t keep_window_ = 0;
   const PsOptions& options_;
-  std::vector<PsTag> tags_;
-  std::unordered_map<uint32_t, std::pair<size_t, size_t>> tag_index_;  // value -> (tag, view)
+  Shard shard_;
+  std::vector<JobConfig::Member> members_;  // canonical order: first seen in the first config
+  std::map<std::string, int> canonical_;    // worker id -> index into members_
+  std::vector<TagView> views_;
+  std::unordered_map<uint32_t, size_t> tag_index_;  // value -> view
   std::vector<IterationProgress> progress_;
   int64_t next_emit_ = 0;
   std::unique_ptr<UdpSocket> socket_;
   PsReport report_;
-  // With `reduce`: each iteration's sums until its reduction, and each chunk's slot (by tag
-  // index and chunk number) for its result.
+  // With `reduce`: each iteration's sums until its reduction, and each chunk's slot (by key) for
+  // its result.
   std::map<int64_t, std::vector<int32_t>> pending_;
-  std::map<std::pair<size_t, uint32_t>, uint32_t> slot_of_;
+  std::map<int64_t, uint32_t> slot_of_;
   bool reducing_ = false;
   absl::Status status_;  // the first error of `reduce`
 };

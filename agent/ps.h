@@ -3,30 +3,34 @@
 // v2)"; docs/agents.md, "PS accounting").
 //
 // Contract:
-//  - Listens on socket.bind_address:socket.port (0.0.0.0:48864). Accumulates, per (tag, chunk),
-//    the data of every member exactly once. Whose data a packet carries: source == a member's
-//    address: that member (raw, not aggregated in the network); source == an aggregator's
-//    address: the members behind the set bits of `bitmap` over that aggregator's `inputs` (an
-//    input that is itself an aggregator expands to its own inputs, recursively). Packets from
-//    anyone else, for other tags, beyond the run's chunks, of the wrong length, with bits
-//    beyond the inputs or naming unknown inputs are counted and dropped.
+//  - Listens on socket.bind_address:socket.port (0.0.0.0:48864). Accumulates, per (iteration,
+//    gradient chunk) of its shard (a tag's chunk k is gradient chunk span.first_chunk + k,
+//    agent/layout.h), the data of every member exactly once. Whose data a packet carries:
+//    source == a member's address: that member (raw, not aggregated in the network); source ==
+//    an aggregator's address: the members behind the set bits of `bitmap` over that aggregator's
+//    `inputs` (an input that is itself an aggregator expands to its own inputs, recursively).
+//    Packets from anyone else, for other tags, beyond the run's chunks, of the wrong length, with
+//    bits beyond the inputs or naming unknown inputs are counted and dropped.
 //  - A packet whose members are all counted for the chunk already is a duplicate (dropped); one
 //    that overlaps them partly is a contract violation (counted, reported through `log`,
 //    dropped).
-//  - When every member is counted: the RESULT (flags RESULT, the same tag, chunk and slot, count
+//  - When every member is counted: the RESULT (flags RESULT, the tag and chunk number that carry
+//    the gradient chunk in the latest configuration, the slot of the chunk's first packet, count
 //    = members, bitmap 0, lanes = the sum modulo 2^32) goes to the first member's address (the
 //    switches replicate it to every member and readdress it) or, with unicast_results (no
-//    switch on the path), to every member. The last results of each tag are kept (at least 4
-//    windows) and a RETRANSMIT for a complete chunk is answered with its RESULT again.
+//    switch on the path), to every member. The last results are kept (at least 4 windows) and a
+//    RETRANSMIT for a complete chunk is answered with its RESULT again.
 //  - Re-plans: with `updates`, the PS takes each configuration published there between packets
-//    and continues under it when it carries the same lanes to the same PSs from the same members
-//    (agent::MatchTags); otherwise the run fails with FailedPrecondition. A packet is read with
-//    the configuration of its tag value (a re-plan that aggregates the job elsewhere changes the
-//    values: core::AggregationTag's generation), so a sum made under the old plan is never
-//    counted with the new plan's inputs; what was counted for a chunk stays counted. A packet
-//    that overlaps a chunk's counted workers partly when the chunk has packets of several tag
-//    values is a re-plan overlap (counted, dropped), not a violation. Results,
-//    and results sent again, carry the latest value.
+//    and continues under it when every gradient chunk keeps its PS and members
+//    (agent::CheckContinuation: tag values, aggregation and the cut of the shard into ranges may
+//    change, also within an iteration); otherwise the run fails with FailedPrecondition. A packet
+//    is read with the configuration of its tag value (its lanes and inputs; a re-plan that
+//    aggregates the job elsewhere changes the values: core::AggregationTag's generation), so a
+//    sum made under the old plan is never counted with the new plan's inputs; what was counted
+//    for a chunk stays counted. A packet that overlaps a chunk's counted workers partly when the
+//    chunk has packets of several tag values is a re-plan overlap (counted, dropped), not a
+//    violation. Results, and results sent again, carry the latest configuration's tag and chunk
+//    number.
 //  - Runs until every tag has completed `iterations` iterations (chunk numbers iteration *
 //    chunks + k, agent/layout.h), then keeps answering retransmissions until no packet of its
 //    tags arrived for linger_ms (at most 10 x linger_ms); or until duration_ms (if > 0) or

@@ -25,17 +25,10 @@ struct TagRun {
   enum class SlotMode { kZero, kWindow, kBeyond } slot_mode = SlotMode::kZero;
   uint32_t slot_offset = 0;
   uint32_t slot_count = 0;
-  // Per iteration.
-  int64_t base = 0;  // lowest chunk without result
-  int64_t next = 0;  // next chunk to send for the first time
-  int64_t remaining = 0;
-  std::vector<uint8_t> done;
-  std::vector<int64_t> deadline_us;
-  std::vector<int64_t> timeout_us;
-  std::vector<int64_t> sent_us;  // first transmission
-  std::vector<uint8_t> resent;   // sent again: its result is no RTT sample (Karn)
-  std::vector<uint8_t> acked;    // WorkerOptions::acknowledged_window: acknowledged, no result yet
-  bool results_seen = false;     // a result of this iteration arrived
+  // Per iteration, over the tag's chunks k (gradient chunk span.first_chunk + k).
+  int64_t base = 0;           // lowest chunk without result (or acknowledgement)
+  int64_t next = 0;           // next chunk to consider for sending
+  bool results_seen = false;  // a result of this iteration arrived
 
   uint32_t Slot(uint32_t chunk) const {
     switch (slot_mode) {
@@ -51,14 +44,28 @@ struct TagRun {
   }
 };
 
+// One gradient chunk in the current iteration. Keyed by gradient chunk, not by (tag, chunk), so
+// that a re-plan may cut the gradient into other tags in the middle of an iteration.
+struct ChunkState {
+  bool done = false;
+  bool sent = false;      // a copy is out (under sent_tag)
+  bool resent = false;    // sent again: its result is no RTT sample (Karn)
+  bool acked = false;     // WorkerOptions::acknowledged_window: acknowledged, no result yet
+  uint32_t sent_tag = 0;  // the tag value of its last copy
+  int64_t deadline_us = 0;
+  int64_t timeout_us = 0;
+  int64_t sent_us = 0;  // first transmission
+};
+
 // RFC 6298 (2.1): the retransmission timeout before any RTT sample, within [timeout_ms,
 // max_timeout_ms].
 constexpr int64_t kInitialRtoMs = 1000;
 
+constexpr uint32_t kNotMine = UINT32_MAX;  // ChunkOwner of a chunk of a tag we are no member of
+
 struct Timer {
   int64_t at_us;
-  size_t tag;
-  int64_t k;
+  int64_t g;  // gradient chunk
   bool operator>(const Timer& o) const { return at_us > o.at_us; }
 };
 
@@ -89,15 +96,10 @@ class Worker {
           "--iterations x chunks: chunk numbers would not fit the header's 32 bits");
     }
     std::set<std::string> everyone;
-    for (size_t i = 0; i < config_->tags.size(); ++i) {
-      const JobConfig::Tag& t = config_->tags[i];
+    for (const JobConfig::Tag& t : config_->tags) {
       for (const auto& m : t.members) everyone.insert(m.worker);
-      if (t.MemberIndex(options_.worker) < 0) continue;
-      TagRun run;
-      Configure(t, layout_.tags[i], &run);
-      tag_index_[t.tag] = runs_.size();
-      runs_.push_back(std::move(run));
     }
+    BuildRuns();
     if (runs_.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "worker ", options_.worker, " is not a member of any tag of job ", config_->job_id));
@@ -131,6 +133,24 @@ class Worker {
   const WorkerReport& report() const { return report_; }
 
  private:
+  // runs_ and owner_ for config_ laid out as layout_; remembers every tag value's lanes.
+  void BuildRuns() {
+    runs_.clear();
+    owner_.assign(static_cast<size_t>(layout_.chunks), kNotMine);
+    for (size_t i = 0; i < config_->tags.size(); ++i) {
+      const JobConfig::Tag& t = config_->tags[i];
+      const TagSpan& span = layout_.tags[i];
+      spans_[span.tag] = span;
+      if (t.MemberIndex(options_.worker) < 0) continue;
+      TagRun run;
+      Configure(t, span, &run);
+      for (int64_t k = 0; k < span.chunks; ++k) {
+        owner_[static_cast<size_t>(span.first_chunk + k)] = static_cast<uint32_t>(runs_.size());
+      }
+      runs_.push_back(std::move(run));
+    }
+  }
+
   // `run` carries tag `t` (laid out as `span`) with this worker's slots and window.
   void Configure(const JobConfig::Tag& t, const TagSpan& span, TagRun* run) const {
     run->tag = &t;
@@ -155,6 +175,15 @@ class Worker {
     }
   }
 
+  ChunkState& State(const TagRun& r, int64_t k) {
+    return chunks_[static_cast<size_t>(r.span.first_chunk + k)];
+  }
+
+  // Moves r.base past the chunks with a result (or an acknowledgement).
+  void AdvanceBase(TagRun& r) {
+    while (r.base < r.span.chunks && (State(r, r.base).done || State(r, r.base).acked)) ++r.base;
+  }
+
   // Continues iteration `it` under `next` (a re-plan): see the contract in worker.h.
   absl::Status Adopt(std::shared_ptr<const JobConfig> next, int64_t it) {
     if (next->plan_version == config_->plan_version && next->tags.size() == config_->tags.size()) {
@@ -166,33 +195,34 @@ class Worker {
     }
     auto layout = ComputeLayout(*next, lanes_);
     if (!layout.ok()) return layout.status();
-    auto match = MatchTags(*config_, layout_, *next, *layout);
-    if (!match.ok()) {
+    if (absl::Status s = CheckContinuation(*config_, layout_, *next, *layout); !s.ok()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("iteration ", it, ": ", match.status().message(), "; restart the agents"));
-    }
-    for (size_t i = 0; i < runs_.size(); ++i) {
-      TagRun& r = runs_[i];
-      const size_t j = (*match)[r.span.tag_index];
-      const uint32_t old_tag = r.span.tag;
-      const int64_t base = r.base, next_chunk = r.next, remaining = r.remaining;
-      Configure(next->tags[j], layout->tags[j], &r);
-      r.base = base;
-      r.next = next_chunk;
-      r.remaining = remaining;
-      tag_index_[r.span.tag] = i;  // results of the old tag are still welcome
-      if (r.span.tag == old_tag) continue;
-      // The switches hold entries for the new tag only: what is in flight under the old one is
-      // dropped. Send it again now, as first copies, so that it can still aggregate.
-      for (int64_t k = r.base; k < r.next; ++k) {
-        if (r.done[static_cast<size_t>(k)]) continue;
-        Send(i, it, k, /*retransmit=*/false);
-        r.resent[static_cast<size_t>(k)] = 1;  // no RTT sample (Karn)
-        ++report_.resent_on_new_tag;
-      }
+          absl::StrCat("iteration ", it, ": ", s.message(), "; restart the agents"));
     }
     config_ = std::move(next);
     layout_ = std::move(*layout);
+    BuildRuns();  // the same chunks are ours (CheckContinuation: the same members)
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      TagRun& r = runs_[i];
+      AdvanceBase(r);
+      r.next = r.base;  // the send loop skips the chunks in flight under this tag value
+      // The switches hold entries for the new tag values only: what is in flight under another
+      // value is dropped there. Send it again now, as first copies, so that it can still
+      // aggregate; what lies beyond the window waits for its turn (two chunks in flight on one
+      // slot would discard each other's partial sums).
+      for (int64_t k = r.base; k < r.span.chunks; ++k) {
+        ChunkState& st = State(r, k);
+        if (st.done || st.acked || !st.sent || st.sent_tag == r.span.tag) continue;
+        if (k >= r.base + r.window) {
+          st.sent = false;
+          st.deadline_us = 0;  // its timer is void
+          continue;
+        }
+        Send(i, it, k, /*retransmit=*/false);
+        st.resent = true;  // no RTT sample (Karn)
+        ++report_.resent_on_new_tag;
+      }
+    }
     report_.plans.push_back(config_->plan_version);
     return absl::OkStatus();
   }
@@ -204,26 +234,21 @@ class Worker {
       FillSynthetic(options_.seed, options_.worker, it, 0, gradient_);
     }
     std::fill(result_.begin(), result_.end(), 0);
-    int64_t remaining = 0;
+    ChunkState fresh;
+    fresh.timeout_us = options_.timeout_ms * 1000;
+    chunks_.assign(static_cast<size_t>(layout_.chunks), fresh);
+    remaining_ = 0;
     for (TagRun& r : runs_) {
-      const size_t n = static_cast<size_t>(r.span.chunks);
       r.base = 0;
       r.next = 0;
-      r.remaining = r.span.chunks;
-      r.done.assign(n, 0);
-      r.deadline_us.assign(n, 0);
-      r.timeout_us.assign(n, options_.timeout_ms * 1000);
-      r.sent_us.assign(n, 0);
-      r.resent.assign(n, 0);
-      r.acked.assign(n, 0);
       r.results_seen = false;
-      remaining += r.span.chunks;
+      remaining_ += r.span.chunks;
     }
     timers_ = {};
     const int64_t retrans_before = report_.retransmissions;
     const int64_t start = NowUs();
     int64_t last_progress = start;
-    while (remaining > 0) {
+    while (remaining_ > 0) {
       if (options_.stop != nullptr && options_.stop->load()) {
         return absl::CancelledError("stopped");
       }
@@ -235,7 +260,10 @@ class Worker {
       for (size_t i = 0; i < runs_.size(); ++i) {
         TagRun& r = runs_[i];
         while (r.next < r.span.chunks && r.next < r.base + r.window) {
-          Send(i, it, r.next, /*retransmit=*/false);
+          const ChunkState& st = State(r, r.next);
+          if (!st.done && !st.acked && !(st.sent && st.sent_tag == r.span.tag)) {
+            Send(i, it, r.next, /*retransmit=*/false);
+          }
           ++r.next;
         }
       }
@@ -245,30 +273,29 @@ class Worker {
       if (socket_->Wait(wait)) {
         Datagram d;
         while (socket_->TryReceive(&d)) {
-          if (OnDatagram(d, it)) {
-            --remaining;
-            last_progress = NowUs();
-          }
+          if (OnDatagram(d, it)) last_progress = NowUs();
         }
       }
       now = NowUs();
       while (!timers_.empty() && timers_.top().at_us <= now) {
         Timer t = timers_.top();
         timers_.pop();
-        TagRun& r = runs_[t.tag];
-        const size_t k = static_cast<size_t>(t.k);
-        if (r.done[k] || r.deadline_us[k] != t.at_us) continue;  // answered or re-armed
-        r.timeout_us[k] = std::min(r.timeout_us[k] * 2, options_.max_timeout_ms * 1000);
-        Send(t.tag, it, t.k, /*retransmit=*/true);
+        ChunkState& st = chunks_[static_cast<size_t>(t.g)];
+        const uint32_t i = owner_[static_cast<size_t>(t.g)];
+        if (st.done || st.deadline_us != t.at_us || i == kNotMine) continue;  // answered, re-armed
+        st.timeout_us = std::min(st.timeout_us * 2, options_.max_timeout_ms * 1000);
+        Send(i, it, t.g - runs_[i].span.first_chunk, /*retransmit=*/true);
       }
       if (now - last_progress > options_.give_up_ms * 1000) {
         std::string where;
-        for (const TagRun& r : runs_) {
-          if (r.remaining > 0) {
+        for (TagRun& r : runs_) {
+          int64_t missing = 0;
+          for (int64_t k = 0; k < r.span.chunks; ++k) missing += State(r, k).done ? 0 : 1;
+          if (missing > 0) {
             where =
                 absl::StrCat("tag ", r.span.tag, " waits for chunk ", it * r.span.chunks + r.base,
-                             " (", r.remaining, " of ", r.span.chunks, " missing) from PS ",
-                             r.tag->ps, " at ", core::FormatIpv4(r.tag->ps_address));
+                             " (", missing, " of ", r.span.chunks, " missing) from PS ", r.tag->ps,
+                             " at ", core::FormatIpv4(r.tag->ps_address));
             break;
           }
         }
@@ -290,8 +317,9 @@ class Worker {
     return absl::OkStatus();
   }
 
-  void Send(size_t tag, int64_t it, int64_t k, bool retransmit) {
-    TagRun& r = runs_[tag];
+  void Send(size_t run, int64_t it, int64_t k, bool retransmit) {
+    TagRun& r = runs_[run];
+    ChunkState& st = State(r, k);
     InaPacket p;
     p.tag = r.span.tag;
     p.chunk = static_cast<uint32_t>(it * r.span.chunks + k);
@@ -303,59 +331,65 @@ class Worker {
     std::copy(gradient_.begin() + b, gradient_.begin() + e, p.lanes.begin());
     const PacketBytes bytes = EncodePacket(p);
     (void)socket_->Send(r.tag->ps_address, options_.socket.port, bytes);
-    const size_t i = static_cast<size_t>(k);
+    st.sent = true;
+    st.sent_tag = r.span.tag;
     if (retransmit) {
       ++report_.retransmissions;
-      r.resent[i] = 1;
+      st.resent = true;
     } else {
       // The first copy waits the current retransmission timeout (RFC 6298), at least
       // timeout_ms: a slow fabric (BMv2 processes a few thousand packets a second) is not
       // flooded with spurious retransmissions.
-      r.sent_us[i] = NowUs();
-      r.timeout_us[i] = rto_us_;
+      st.sent_us = NowUs();
+      st.timeout_us = rto_us_;
     }
-    const int64_t at = NowUs() + r.timeout_us[i];
-    r.deadline_us[static_cast<size_t>(k)] = at;
-    timers_.push(Timer{at, tag, k});
+    st.deadline_us = NowUs() + st.timeout_us;
+    timers_.push(Timer{st.deadline_us, r.span.first_chunk + k});
   }
 
-  // True when `d` is a new result of iteration `it`.
+  // True when `d` is a new result of iteration `it`. A result is read with the lanes of its tag
+  // value (of any configuration adopted in this run), so results of a re-plan's old tags count.
   bool OnDatagram(const Datagram& d, int64_t it) {
     auto packet = DecodePacket(d.payload());
     if (!packet.ok() || (packet->flags & kFlagResult) == 0) {
       ++report_.ignored;
       return false;
     }
-    auto found = tag_index_.find(packet->tag);
-    if (found == tag_index_.end()) {
+    auto found = spans_.find(packet->tag);
+    if (found == spans_.end()) {
       ++report_.ignored;
       return false;
     }
-    TagRun& r = runs_[found->second];
-    const int64_t first = it * r.span.chunks;
-    const int64_t k = static_cast<int64_t>(packet->chunk) - first;
-    if (options_.acknowledged_window && (packet->flags & kFlagAggregate) != 0) {
-      // Rina: the agent holds the chunk's sum; the result comes after the ring.
-      if (k < 0 || k >= r.span.chunks || r.done[static_cast<size_t>(k)] ||
-          r.acked[static_cast<size_t>(k)]) {
-        return false;
-      }
-      const size_t i = static_cast<size_t>(k);
-      r.acked[i] = 1;
-      ++report_.acknowledgements;
-      if (!r.resent[i]) SampleRtt(NowUs() - r.sent_us[i]);
-      // No retransmission until the result is overdue (the ring takes its time): then a copy
-      // asks the agent again.
-      r.timeout_us[i] = std::max(options_.max_timeout_ms, options_.give_up_ms / 4) * 1000;
-      r.deadline_us[i] = NowUs() + r.timeout_us[i];
-      timers_.push(Timer{r.deadline_us[i], found->second, k});
-      while (r.base < r.span.chunks &&
-             (r.done[static_cast<size_t>(r.base)] || r.acked[static_cast<size_t>(r.base)])) {
-        ++r.base;
-      }
+    const TagSpan& span = found->second;
+    const int64_t wire_k = static_cast<int64_t>(packet->chunk) - it * span.chunks;
+    if (wire_k < 0 || wire_k >= span.chunks) {
+      ++report_.duplicate_results;  // another iteration's
       return false;
     }
-    if (k < 0 || k >= r.span.chunks || r.done[static_cast<size_t>(k)]) {
+    const int64_t g = span.first_chunk + wire_k;
+    const uint32_t run = owner_[static_cast<size_t>(g)];
+    if (run == kNotMine) {
+      ++report_.ignored;
+      return false;
+    }
+    TagRun& r = runs_[run];
+    const int64_t k = g - r.span.first_chunk;
+    ChunkState& st = chunks_[static_cast<size_t>(g)];
+    if (options_.acknowledged_window && (packet->flags & kFlagAggregate) != 0) {
+      // Rina: the agent holds the chunk's sum; the result comes after the ring.
+      if (st.done || st.acked) return false;
+      st.acked = true;
+      ++report_.acknowledgements;
+      if (!st.resent) SampleRtt(NowUs() - st.sent_us);
+      // No retransmission until the result is overdue (the ring takes its time): then a copy
+      // asks the agent again.
+      st.timeout_us = std::max(options_.max_timeout_ms, options_.give_up_ms / 4) * 1000;
+      st.deadline_us = NowUs() + st.timeout_us;
+      timers_.push(Timer{st.deadline_us, g});
+      AdvanceBase(r);
+      return false;
+    }
+    if (st.done) {
       ++report_.duplicate_results;
       return false;
     }
@@ -365,24 +399,19 @@ class Worker {
       r.results_seen = true;
       const int64_t at = NowUs() + std::max<int64_t>(4 * rto_us_, 100000);
       for (int64_t j = 0; j < r.span.chunks; ++j) {
-        const size_t i = static_cast<size_t>(j);
-        if (!r.acked[i] || r.done[i] || r.deadline_us[i] <= at) continue;
-        r.deadline_us[i] = at;
-        timers_.push(Timer{at, static_cast<size_t>(found->second), j});
+        ChunkState& other = State(r, j);
+        if (!other.acked || other.done || other.deadline_us <= at) continue;
+        other.deadline_us = at;
+        timers_.push(Timer{at, r.span.first_chunk + j});
       }
     }
-    r.done[static_cast<size_t>(k)] = 1;
-    if (!r.resent[static_cast<size_t>(k)] && !r.acked[static_cast<size_t>(k)]) {
-      SampleRtt(NowUs() - r.sent_us[static_cast<size_t>(k)]);
-    }
-    --r.remaining;
+    st.done = true;
+    if (!st.resent && !st.acked) SampleRtt(NowUs() - st.sent_us);
+    --remaining_;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     std::copy(packet->lanes.begin(), packet->lanes.begin() + (e - b), result_.begin() + b);
-    while (r.base < r.span.chunks &&
-           (r.done[static_cast<size_t>(r.base)] || r.acked[static_cast<size_t>(r.base)])) {
-      ++r.base;
-    }
+    AdvanceBase(r);
     return true;
   }
 
@@ -436,8 +465,11 @@ class Worker {
   const WorkerOptions& options_;
   int64_t lanes_ = 0;
   Layout layout_;
-  std::vector<TagRun> runs_;
-  std::unordered_map<uint32_t, size_t> tag_index_;
+  std::vector<TagRun> runs_;                     // the tags of config_ we are a member of
+  std::vector<uint32_t> owner_;                  // gradient chunk -> index into runs_
+  std::unordered_map<uint32_t, TagSpan> spans_;  // every tag value adopted -> its lanes
+  std::vector<ChunkState> chunks_;               // per gradient chunk, this iteration
+  int64_t remaining_ = 0;                        // our chunks without result, this iteration
   std::unique_ptr<UdpSocket> socket_;
   std::vector<int32_t> gradient_;
   std::vector<int32_t> result_;

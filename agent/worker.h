@@ -21,14 +21,18 @@
 //    chunks sent once (Karn's rule), always within [timeout_ms, max_timeout_ms]. The RTO itself
 //    is not backed off on a timeout (5.5): a chunk that waits in an aggregator for a slower worker
 //    times out without any loss, and a backed-off RTO made every later chunk wait a second. Results
-//    (RESULT) are matched by (tag, chunk); duplicates and results of other iterations are ignored.
+//    (RESULT) are matched by (tag, chunk), i.e. to a gradient chunk through the tag's layout;
+//    duplicates and results of other iterations are ignored.
 //  - Re-plans: with `updates`, the worker takes each configuration published there between
-//    packets and continues under it when it carries the same lanes to the same PSs from the same
-//    members (agent::MatchTags): new slots and windows apply to the chunks sent from then on;
-//    when a tag's value changed (the plan aggregates the job elsewhere: a new generation), the
-//    chunks in flight are sent again at once under the new tag (as first copies, so they can
-//    aggregate; no RTT sample), and results of the old tag are still accepted. A configuration
-//    that cuts the gradient differently fails the run with FailedPrecondition.
+//    packets and continues under it when every gradient chunk keeps its PS and members
+//    (agent::CheckContinuation); the tags, their values, ranges (how each PS's shard is cut),
+//    aggregation, slots and windows may all change, also in the middle of an iteration, because
+//    the worker keeps its state per gradient chunk. Chunks with a result stay done; chunks in
+//    flight under the same tag value stay in flight; chunks in flight under another value (the
+//    switches hold entries for the new values only) are sent again at once under the new tag as
+//    first copies (so they can aggregate; no RTT sample), those within the new window, the
+//    others when the window reaches them; results of every tag value adopted are still accepted
+//    (read with that value's lanes). Any other change fails the run with FailedPrecondition.
 //  - Iterations run one after the other (all tags of iteration i finish before i + 1 starts).
 //  - The gradient of iteration i is `input` when given, else SyntheticLane(seed, worker, i, lane).
 //    `check` compares every result lane with the sum of the tag's members' synthetic gradients

@@ -160,40 +160,80 @@ TEST(LayoutTest, RefusesRangesThatDoNotTile) {
   EXPECT_EQ(ComputeLayout(c, -1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(MatchTagsTest, SameLanesPsAndMembersMatchWhateverTheTagValues) {
+TEST(ChunkOwnersTest, EveryChunkHasTheTagThatCarriesIt) {
+  using testing::DirectTag;
+  JobConfig c;
+  c.job_id = 3;
+  c.tags = {DirectTag(193, "psb", 11, 0.5, 0.5, 1, {"w1"}, {2}),
+            DirectTag(192, "psa", 10, 0.5, 0, 1, {"w1"}, {2}),
+            DirectTag(194, "psb", 11, 0.5, 0, 0.5, {"w1"}, {2})};
+  auto l = ComputeLayout(c, 620);  // 10 chunks: psb [0, 5) cut at 2.5 -> [0, 3) [3, 5); psa [5, 10)
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(ChunkOwners(*l), (std::vector<uint32_t>{2, 2, 2, 0, 0, 1, 1, 1, 1, 1}));
+}
+
+TEST(CheckContinuationTest, SamePsAndMembersPerChunkContinueWhateverTheCut) {
   using testing::DirectTag;
   JobConfig from;
   from.job_id = 3;
   from.tags = {DirectTag(193, "psb", 11, 0.5, 0, 1, {"w1", "w2"}, {2, 3}),
                DirectTag(192, "psa", 10, 0.5, 0, 1, {"w1", "w2"}, {2, 3})};
+  const auto a = ComputeLayout(from, 1000);
+  ASSERT_TRUE(a.ok());
+  auto check = [&](const JobConfig& to) {
+    auto b = ComputeLayout(to, 1000);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return b.ok() ? CheckContinuation(from, *a, to, *b) : b.status();
+  };
+  // New tag values (a new generation), members in another order: continues.
   JobConfig to = from;
   to.plan_version = 9;
-  std::swap(to.tags[0], to.tags[1]);
-  to.tags[0].tag += 1u << 30;
-  to.tags[1].tag += 1u << 30;
+  for (auto& t : to.tags) t.tag += 1u << 30;
   std::reverse(to.tags[1].members.begin(), to.tags[1].members.end());
-  auto a = ComputeLayout(from, 1000);
-  auto b = ComputeLayout(to, 1000);
-  ASSERT_TRUE(a.ok() && b.ok());
-  // The layouts differ (the PS order follows the tags' order), so the tags do not match.
-  auto swapped = MatchTags(from, *a, to, *b);
-  EXPECT_EQ(swapped.status().code(), absl::StatusCode::kFailedPrecondition);
-  std::swap(to.tags[0], to.tags[1]);
-  b = ComputeLayout(to, 1000);
-  auto match = MatchTags(from, *a, to, *b);
-  ASSERT_TRUE(match.ok()) << match.status();
-  EXPECT_EQ(*match, (std::vector<size_t>{0, 1}));
-  // Another member, another range, another job: refused.
+  EXPECT_TRUE(check(to).ok()) << check(to);
+  // psb's shard cut into three ranges, psa's into two (grid-split re-plans): continues.
+  JobConfig recut = to;
+  recut.tags = {DirectTag(193 + (1u << 30), "psb", 11, 0.5, 0, 0.25, {"w2", "w1"}, {3, 2}),
+                DirectTag(192 + (1u << 30), "psa", 10, 0.5, 0.5, 1, {"w1", "w2"}, {2, 3}),
+                DirectTag(195 + (1u << 30), "psb", 11, 0.5, 0.25, 0.6, {"w1", "w2"}, {2, 3}),
+                DirectTag(196 + (1u << 30), "psb", 11, 0.5, 0.6, 1, {"w1", "w2"}, {2, 3}),
+                DirectTag(197 + (1u << 30), "psa", 10, 0.5, 0, 0.5, {"w1", "w2"}, {2, 3})};
+  EXPECT_TRUE(check(recut).ok()) << check(recut);
+  // The PSs in the other order: chunk 0 would go to psa.
+  JobConfig swapped = to;
+  std::swap(swapped.tags[0], swapped.tags[1]);
+  EXPECT_EQ(check(swapped).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(
+      check(swapped).message().find("gradient chunk 0 to PS psa at 0.0.0.10, not psb at 0.0.0.11"),
+      std::string::npos)
+      << check(swapped);
+  // Another share, another PS address, another member, a member's new address, another job.
   JobConfig other = to;
-  other.tags[0].members[1].worker = "w9";
-  EXPECT_FALSE(MatchTags(from, *a, other, *ComputeLayout(other, 1000)).ok());
+  other.tags[0].share = 0.7;
+  other.tags[1].share = 0.3;
+  EXPECT_EQ(check(other).code(), absl::StatusCode::kFailedPrecondition);
   other = to;
-  other.tags[0].end = 0.5;
-  other.tags.push_back(DirectTag(194, "psb", 11, 0.5, 0.5, 1, {"w1", "w2"}, {2, 3}));
-  EXPECT_FALSE(MatchTags(from, *a, other, *ComputeLayout(other, 1000)).ok());
+  other.tags[1].ps_address = 12;
+  EXPECT_EQ(check(other).code(), absl::StatusCode::kFailedPrecondition);
+  other = to;
+  other.tags[0].members[1].worker = "w9";
+  EXPECT_NE(check(other).message().find("other members"), std::string::npos) << check(other);
+  other = to;
+  other.tags[0].members[1].address = 9;
+  EXPECT_EQ(check(other).code(), absl::StatusCode::kFailedPrecondition);
   other = to;
   other.job_id = 4;
-  EXPECT_FALSE(MatchTags(from, *a, other, *b).ok());
+  EXPECT_EQ(check(other).code(), absl::StatusCode::kFailedPrecondition);
+  // A tag value kept with other lanes (a re-cut without a new generation): refused.
+  JobConfig same_value = from;
+  same_value.tags[0].end = 0.5;
+  same_value.tags.push_back(DirectTag(198, "psb", 11, 0.5, 0.5, 1, {"w1", "w2"}, {2, 3}));
+  EXPECT_NE(check(same_value).message().find("tag 193 other lanes"), std::string::npos)
+      << check(same_value);
+  // Another gradient size: refused.
+  auto longer = ComputeLayout(to, 2000);
+  ASSERT_TRUE(longer.ok());
+  EXPECT_EQ(CheckContinuation(from, *a, to, *longer).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -34,11 +34,11 @@ struct AgentRun {
 
 // Runs one PS agent per distinct PS of `config` (bound to its ps_address) and one worker agent
 // per member, all on `port`, until they finish.
-// With `feed`, every agent follows the configurations published there, and `on_first_iteration`
-// runs when the first worker finished its first iteration.
+// With `feed`, every agent follows the configurations published there, and `on_iteration(i)`
+// runs when the first worker finished its iteration i.
 AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t iterations,
                 double drop_percent, uint32_t window = 0, const ConfigFeed* feed = nullptr,
-                std::function<void()> on_first_iteration = nullptr) {
+                std::function<void(int64_t)> on_iteration = nullptr) {
   std::map<std::string, uint32_t> pss;
   std::map<std::string, uint32_t> workers;
   for (const auto& t : config.tags) {
@@ -85,10 +85,8 @@ AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t i
     o.socket = SocketOptions{address, port, drop_percent, address};
     o.result = &run.results[i];
     o.updates = feed;
-    if (i == 0 && on_first_iteration) {
-      o.on_iteration = [&](const IterationStats& s) {
-        if (s.iteration == 0) on_first_iteration();
-      };
+    if (i == 0 && on_iteration) {
+      o.on_iteration = [&](const IterationStats& s) { on_iteration(s.iteration); };
     }
     threads.emplace_back([&, i] { run.workers[i] = RunWorker(config, worker_options[i]); });
     ++i;
@@ -164,8 +162,9 @@ TEST(LoopbackTest, AgentsFollowAReplanThatChangesTheTag) {
   next.plan_version = 2;
   next.tags[0].tag += 1u << 30;
   ConfigFeed feed;
-  AgentRun run =
-      RunAll(c, PickUdpPort(), 12400, 3, 1.0, /*window=*/8, &feed, [&] { feed.Publish(next); });
+  AgentRun run = RunAll(c, PickUdpPort(), 12400, 3, 1.0, /*window=*/8, &feed, [&](int64_t it) {
+    if (it == 0) feed.Publish(next);
+  });
   ASSERT_TRUE(run.ps[0].ok()) << run.ps[0].status();
   EXPECT_TRUE(run.ps[0]->complete);
   EXPECT_EQ(run.ps[0]->counters.contributions, 3 * 3 * 200);
@@ -175,6 +174,57 @@ TEST(LoopbackTest, AgentsFollowAReplanThatChangesTheTag) {
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_TRUE(w->checked);
     EXPECT_EQ(w->plans, (std::vector<int64_t>{0, 2}));
+  }
+}
+
+// Two re-plans that cut the gradient into other chunk ranges (as grid-split re-plans do), each
+// published when the first worker finished an iteration, so the others are still in it with
+// chunks in flight under the old tags: PS psb's shard goes from one range to three, then to two
+// others; psc's stays whole but changes its tag. Every sum stays exact, under loss.
+TEST(LoopbackTest, AgentsFollowReplansThatRecutTheGradient) {
+  const int b = 5;
+  const std::vector<std::string> names = {"w1", "w2", "w3"};
+  const std::vector<uint32_t> addresses = {Loopback(77, b, 2), Loopback(77, b, 3),
+                                           Loopback(77, b, 4)};
+  const uint32_t psb = Loopback(77, b, 11), psc = Loopback(77, b, 12);
+  constexpr uint32_t kGen = 1u << 30;
+  JobConfig c;
+  c.job_id = 7;
+  c.tags = {DirectTag(448, "psb", psb, 0.6, 0, 1, names, addresses),
+            DirectTag(456, "psc", psc, 0.4, 0, 1, names, addresses)};
+  JobConfig second;
+  second.job_id = 7;
+  second.plan_version = 2;
+  second.tags = {DirectTag(449 + kGen, "psb", psb, 0.6, 0.3, 0.7, names, addresses),
+                 DirectTag(448 + kGen, "psb", psb, 0.6, 0, 0.3, names, addresses),
+                 DirectTag(456 + kGen, "psc", psc, 0.4, 0, 1, names, addresses),
+                 DirectTag(450 + kGen, "psb", psb, 0.6, 0.7, 1, names, addresses)};
+  JobConfig third;
+  third.job_id = 7;
+  third.plan_version = 3;
+  third.tags = {DirectTag(448 + 2 * kGen, "psb", psb, 0.6, 0, 0.55, names, addresses),
+                DirectTag(456 + 2 * kGen, "psc", psc, 0.4, 0, 1, names, addresses),
+                DirectTag(449 + 2 * kGen, "psb", psb, 0.6, 0.55, 1, names, addresses)};
+  ConfigFeed feed;
+  AgentRun run = RunAll(c, PickUdpPort(), 31000, 4, 1.0, /*window=*/8, &feed, [&](int64_t it) {
+    if (it == 0) feed.Publish(second);
+    if (it == 1) feed.Publish(third);
+  });
+  ASSERT_EQ(run.ps.size(), 2u);
+  int64_t contributions = 0;
+  for (const auto& p : run.ps) {
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_TRUE(p->complete);
+    EXPECT_EQ(p->counters.violation, 0);
+    EXPECT_EQ(p->plans, (std::vector<int64_t>{0, 2, 3}));
+    contributions += p->counters.contributions;
+  }
+  EXPECT_EQ(contributions, 3 * 4 * 500);  // 31000 lanes = 500 chunks, 3 workers, 4 iterations
+  for (const auto& w : run.workers) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->checked);
+    EXPECT_EQ(w->plans, (std::vector<int64_t>{0, 2, 3}));
+    EXPECT_EQ(w->iterations.size(), 4u);
   }
 }
 

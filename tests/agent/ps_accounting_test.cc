@@ -270,21 +270,72 @@ TEST_F(PsAccountingTest, ReplanReadsEachPacketWithTheInputsOfItsTag) {
   EXPECT_EQ(report_->plans, (std::vector<int64_t>{0, 2}));
 }
 
-// A re-plan that cuts the gradient differently cannot continue: the run fails and says why.
-TEST_F(PsAccountingTest, ReplanWithAnotherLayoutFails) {
+// A re-plan that cuts the shard into other ranges (grid-split) in the middle of the run: every
+// packet is read with the lanes and inputs of its own tag value, the sums are kept per gradient
+// chunk, and every result goes out under the new plan's tag and chunk number.
+TEST_F(PsAccountingTest, ReplanThatRecutsTheShardKeepsEverySumPerGradientChunk) {
+  constexpr uint32_t kGen = 1u << 30;
+  // Chunk 0 under the old plan: w1 + w2 from s1.
+  Send(10, 0, kFlagFallback, 0b011, 2, 2);
   JobConfig next = config_;
   next.plan_version = 3;
+  next.tags[0].tag = 641 + kGen;  // [0, 0.5): gradient chunks 0 and 1
   next.tags[0].end = 0.5;
-  JobConfig::Tag second = next.tags[0];
-  second.tag = 641;
-  second.begin = 0.5;
-  second.end = 1;
-  next.tags.push_back(second);
+  next.tags.push_back(config_.tags[0]);
+  next.tags[1].tag = 642 + kGen;  // [0.5, 1): gradient chunk 2, its chunk 0 on the wire
+  next.tags[1].begin = 0.5;
+  feed_.Publish(next);
+  // Chunk 0: w3 from s2 under the old tag (a late packet of the old plan) completes it; the
+  // result goes out under the new tag.
+  Send(11, 0, kFlagFallback, 0b1, 1, 4);
+  InaPacket r0 = Result();
+  EXPECT_EQ(r0.tag, 641 + kGen);
+  EXPECT_EQ(r0.chunk, 0u);
+  EXPECT_EQ(r0.lanes[0], 6);
+  EXPECT_EQ(r0.lanes[61], -6);
+  // Gradient chunk 1 under the new tag: s1's complete aggregate.
+  Send(10, 1, kFlagAggregate, 0b111, 3, 9, 641 + kGen);
+  InaPacket r1 = Result();
+  EXPECT_EQ(r1.tag, 641 + kGen);
+  EXPECT_EQ(r1.chunk, 1u);
+  EXPECT_EQ(r1.lanes[0], 9);
+  // Gradient chunk 2: w1 raw under the new tag (its chunk 0), w2 + s2's w3 from s1 under the
+  // old one (chunk 2).
+  Send(2, 0, 0, 0, 1, 1, 642 + kGen);
+  Send(10, 2, kFlagFallback, 0b110, 2, 5);
+  InaPacket r2 = Result();
+  EXPECT_EQ(r2.tag, 642 + kGen);
+  EXPECT_EQ(r2.chunk, 0u);
+  EXPECT_EQ(r2.lanes[0], 6);
+  // w1 asks for chunk 0 again under the old tag: the kept result, under the new tag.
+  Send(2, 0, kFlagRetransmit, 0, 1, 1);
+  InaPacket again = Result();
+  EXPECT_EQ(again.tag, 641 + kGen);
+  EXPECT_EQ(again.chunk, 0u);
+  EXPECT_EQ(again.lanes[0], 6);
+  Finish();
+  const PsCounters& c = report_->counters;
+  EXPECT_TRUE(report_->complete);
+  EXPECT_EQ(report_->iterations_done, 1);
+  EXPECT_EQ(c.violation, 0);
+  EXPECT_EQ(c.contributions, 9);
+  EXPECT_EQ(c.results_sent, 3);
+  EXPECT_EQ(c.results_resent, 1);
+  EXPECT_EQ(report_->plans, (std::vector<int64_t>{0, 3}));
+}
+
+// A re-plan that gives the chunks other members cannot continue: the run fails and says why.
+TEST_F(PsAccountingTest, ReplanWithOtherMembersFails) {
+  JobConfig next = config_;
+  next.plan_version = 3;
+  next.tags[0].tag = 641;
+  next.tags[0].members[2].worker = "w9";
+  next.tags[0].aggregators[1].inputs = {"w9"};
   feed_.Publish(next);  // taken within the PS's next 50 ms wait
   ps_.join();
   ASSERT_FALSE(report_.ok());
   EXPECT_EQ(report_.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(report_.status().message().find("cuts the gradient differently"), std::string::npos)
+  EXPECT_NE(report_.status().message().find("other members; restart the agents"), std::string::npos)
       << report_.status();
 }
 
