@@ -14,8 +14,10 @@
 //   scale       fat-tree k=32, one job of 1024 workers and 4 PSs (routing_bench's scale case)
 //               through ComputePlan: wall and CPU time (getrusage: user + system of the process).
 //   warm_start  the 20-job plan (sequential) with CLP warm start off and on: time, same plan.
-// Usage: planning_bench [--quick] [multi_job|warm_start|admission|replan|scale]
-//   (--quick: 20 admissions instead of 100, no k=32, no 200-job multi_job)
+// Usage: planning_bench [--quick] [--algorithm=A] [multi_job|warm_start|admission|replan|scale]
+//   (--quick: 20 admissions instead of 100, no k=32, no 200-job multi_job; --algorithm: the
+//   routing algorithm of multi_job, admission and replan, default grid -- e.g. grid-split, to
+//   measure what it would cost as the controller's algorithm)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -147,9 +149,12 @@ void Print(const Json& line) {
 int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
+  std::string algorithm = "grid";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strncmp(argv[i], "--algorithm=", 12) == 0) {
+      algorithm = argv[i] + 12;
     } else {
       only = argv[i];
     }
@@ -168,12 +173,13 @@ int main(int argc, char** argv) {
         req.jobs = RandomJobs(k8, n, 42);
         req.now_ms = 2'000'000;
         req.options.joint_lp_max_columns = joint_columns;
-        req.options.algorithm = "grid";
+        req.options.algorithm = algorithm;
         Timed r = Plan(req);
         RateStats s = Rates(r.out.plan);
         bool joint = !r.out.reports.empty() && r.out.reports.begin()->second.diagnostics.joint;
         Print({{"bench", "planning"},
                {"scenario", "multi_job"},
+               {"algorithm", algorithm},
                {"k", 8},
                {"jobs", n},
                {"routing", joint ? "joint_lp" : "sequential"},
@@ -228,7 +234,7 @@ int main(int argc, char** argv) {
     base.topology = &k8;
     base.jobs = RandomJobs(k8, 20, 42);
     base.now_ms = 2'000'000;
-    base.options.algorithm = "grid";
+    base.options.algorithm = algorithm;
     Timed first = Plan(base);
     const inac::core::Plan running = first.out.plan;
     std::mt19937_64 rng(7);
@@ -265,6 +271,7 @@ int main(int argc, char** argv) {
       }
       Print({{"bench", "planning"},
              {"scenario", "admission"},
+             {"algorithm", algorithm},
              {"k", 8},
              {"running_jobs", 20},
              {"admissions", trials},
@@ -284,6 +291,7 @@ int main(int argc, char** argv) {
       for (int64_t joint_columns : {int64_t{8000}, int64_t{20000}}) {
         Json line = {{"bench", "planning"},
                      {"scenario", "replan"},
+                     {"algorithm", algorithm},
                      {"k", 8},
                      {"jobs", 21},
                      {"joint_lp_max_columns", joint_columns}};

@@ -35,6 +35,7 @@
 #include "core/json.h"
 #include "core/plan.h"
 #include "core/topology.h"
+#include "scheduler/routing/routing_algorithm.h"
 #include "server/api_client.h"
 #include "server/cli.h"
 #include "server/cli_util.h"
@@ -380,6 +381,10 @@ void AddLabCommand(CLI::App& app) {
                   "REST port of the controller on 127.0.0.1 (default: a free port)")
       ->check(CLI::Range(1, 65535));
   cmd->add_flag("--no-controller", up->no_controller, "Start no controller");
+  cmd->add_option("--algorithm", up->algorithm,
+                  "The controller's routing algorithm (`inac serve --algorithm`; default: its "
+                  "default, grid)")
+      ->check(CLI::IsMember(scheduler::RoutingAlgorithmNames()));
   cmd->add_option("--prefix", up->prefix,
                   "Name prefix of the lab's namespaces and interfaces (default: inl + 4 hex "
                   "digits of a hash of --dir)")

@@ -153,6 +153,7 @@ struct UpArgs {
   int grpc_base_port = 0;
   int controller_port = 0;
   bool no_controller = false;
+  std::string algorithm;  // the controller's routing algorithm ("": its default)
   std::string prefix;
   std::string bmv2_log_level = "info";
 };

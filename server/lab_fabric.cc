@@ -471,10 +471,14 @@ absl::Status AwaitBmv2(const LabSwitch& sw, const ProcessInfo& process, uint64_t
 absl::Status StartController(Lab* lab, const core::Topology& topology, const UpArgs& args) {
   const std::string log = lab->dir + "/serve.log";
   const uint64_t offset = FileSize(log);  // the log is appended to: skip earlier runs
-  auto process = SpawnDetached("controller",
-                               {SelfExe(), "serve", "--db", lab->dir + "/inac.db", "--listen",
-                                absl::StrCat("127.0.0.1:", args.controller_port)},
-                               log);
+  std::vector<std::string> argv = {SelfExe(),  "serve",
+                                   "--db",     lab->dir + "/inac.db",
+                                   "--listen", absl::StrCat("127.0.0.1:", args.controller_port)};
+  if (!args.algorithm.empty()) {
+    argv.push_back("--algorithm");
+    argv.push_back(args.algorithm);
+  }
+  auto process = SpawnDetached("controller", argv, log);
   if (!process.ok()) return process.status();
   lab->processes.push_back(*process);
   if (auto s = WriteLab(*lab); !s.ok()) return s;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,12 +88,14 @@ class DataplaneTest : public ::testing::Test {
     }
   }
 
-  // `inac lab up` on `topology` (with the controller); reads the lab's namespaces and URL.
-  void StartLab(const core::Topology& topology) {
+  // `inac lab up` on `topology` (with the controller, planning with `algorithm` if given); reads
+  // the lab's namespaces and URL.
+  void StartLab(const core::Topology& topology, const std::string& algorithm = "") {
     const std::string file =
         WriteFile(dir_ + "/input-topology.json", core::TopologyToJson(topology).dump());
     std::string args =
         absl::StrCat("lab up --topology ", file, " --dir ", dir_ + "/lab", " --prefix ", prefix_);
+    if (!algorithm.empty()) absl::StrAppend(&args, " --algorithm ", algorithm);
     lab_up_ = true;
     dir_lab_ = dir_ + "/lab";
     CliRun up = RunInac(args, dir_);
@@ -453,6 +456,70 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
   }
   EXPECT_EQ(runs[0].report.value("iterations_done", 0), 12);
   EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);
+}
+
+// grid-split on BMv2 (issue 15): the controller splits every worker's gradient over both spines
+// (one tag per chunk range, each range summed by its own spine), the switches sum the ranges
+// exactly; then a spine link is cut mid-run and the re-plan aggregates the job on the other
+// spine alone -- a new cut of the gradient -- which the agents follow within the iteration they
+// are in (agent::CheckContinuation). Every sum is checked.
+TEST_F(DataplaneTest, GridSplitRangesSumExactlyAndAReCutReplanIsFollowed) {
+  const core::Topology t = SpineAggregatingLeafSpine();
+  StartLab(t, "grid-split");
+  if (HasFatalFailure()) return;
+  const std::vector<std::string> workers = {"h0_0", "h0_1", "h0_2", "h1_0", "h1_1", "h1_2"};
+  const int64_t job = SubmitAndAwaitRunning(JobBody("split", workers, "h1_3"));
+  ASSERT_GT(job, 0);
+  Rest rest(host_port_);
+  Response before = rest.Get(absl::StrCat("/jobs/", job, "/config"));
+  ASSERT_EQ(before.status, 200);
+  // Ranges summed on both spines.
+  std::set<std::string> spines;
+  for (const Json& tag : before.body["tags"]) {
+    for (const Json& a : tag["aggregators"]) spines.insert(a["switch"].get<std::string>());
+  }
+  ASSERT_GE(before.body["tags"].size(), 2u) << "grid-split did not split: " << before.text;
+  ASSERT_EQ(spines, (std::set<std::string>{"sp0", "sp1"})) << before.text;
+  std::string link;
+  for (const core::Link& l : t.links) {
+    if ((l.a == "sp0" && l.b == "lf0") || (l.a == "lf0" && l.b == "sp0")) link = l.id;
+  }
+  ASSERT_FALSE(link.empty());
+  const std::vector<std::string> args = {"--size", "65536",        "--iterations",
+                                         "12",     "--refresh-ms", "200"};
+  AllReduce a = StartAllReduce(job, workers, "h1_3", args, args);
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(AllRunning(a)) << "the all-reduce ended before the cut: make it longer";
+  CliRun cut = RunInac(absl::StrCat("lab link down ", link, " --dir ", dir_lab_), dir_);
+  ASSERT_EQ(cut.exit, 0) << cut.out;
+  Response patched = rest.Patch(absl::StrCat("/links/", link), Json{{"status", "down"}});
+  ASSERT_EQ(patched.status, 200) << patched.text;
+  std::vector<AgentRun> runs = Wait(std::move(a));
+  for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+  Response after = rest.Get(absl::StrCat("/jobs/", job, "/config"));
+  ASSERT_EQ(after.status, 200);
+  auto ranges = [](const Json& config) {
+    std::vector<std::pair<double, double>> out;
+    for (const Json& tag : config["tags"]) out.push_back({tag["range"][0], tag["range"][1]});
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::printf("[ info ] grid-split: %zu ranges -> %zu after cutting %s mid-run; ps: %s\n",
+              before.body["tags"].size(), after.body["tags"].size(), link.c_str(),
+              runs[0].report.dump().c_str());
+  EXPECT_NE(ranges(after.body), ranges(before.body)) << "the re-plan re-cut the gradient";
+  for (const Json& tag : after.body["tags"]) {
+    for (const Json& ag : tag["aggregators"]) EXPECT_NE(ag["switch"], "sp0") << tag.dump();
+  }
+  for (const AgentRun& r : runs) {
+    ASSERT_TRUE(r.report.is_object()) << r.host;
+    EXPECT_GE(r.report.value("plans", Json::array()).size(), 2u)
+        << r.host << ": " << r.report.dump();
+  }
+  EXPECT_EQ(runs[0].report.value("iterations_done", 0), 12);
+  EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);
+  // The spines summed in the network: contributions that arrived aggregated.
+  EXPECT_GT(runs[0].report["contributions"].value("in_network", 0), 0) << runs[0].report.dump();
 }
 
 class DataplaneLossTest : public DataplaneTest, public ::testing::WithParamInterface<int> {};
