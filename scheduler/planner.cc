@@ -18,8 +18,10 @@ namespace {
 
 // Version of the fingerprint's encoding: bump it when the encoding or what the planner depends
 // on changes, so that stored plans are re-planned once. v3: large jobs get spread candidates and
-// grid-split closes streams (issue 15): equal inputs now plan differently.
-constexpr const char* kFingerprintFormat = "inac-plan-inputs-v3";
+// grid-split closes streams (issue 15): equal inputs now plan differently. v4: grid-split solves
+// its LPs with the primal simplex (another optimal vertex of the degenerate LPs: other split
+// plans for equal inputs).
+constexpr const char* kFingerprintFormat = "inac-plan-inputs-v4";
 
 std::string Sha256Hex(const std::string& text) {
   unsigned char digest[EVP_MAX_MD_SIZE];

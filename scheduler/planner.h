@@ -48,10 +48,10 @@ namespace inac::scheduler {
 // "controller") and `inac plan`.
 struct PlannerOptions {
   // A RoutingAlgorithmNames() entry. `grid`, not `grid-split`, is the default although
-  // grid-split's plans are 1.7-3x faster on GRID's settings (docs/routing.md): it plans 3-15x
-  // slower (the k=8 20-job re-plan: 10.8 s against grid's 0.7 s, beyond the 1 s target). The
-  // host agents do follow its re-plans, also those that re-cut a job's chunk ranges
-  // (agent::CheckContinuation).
+  // grid-split's plans are 1.7-3x faster on GRID's settings (docs/routing.md): it plans 3-10x
+  // slower (the k=8 20-job re-plan: 1.9-2.9 s against grid's 0.7 s, beyond the 1 s target;
+  // admission p99 162 ms against 41 ms, beyond 50 ms). The host agents do follow its re-plans,
+  // also those that re-cut a job's chunk ranges (agent::CheckContinuation).
   std::string algorithm = "grid";
   std::string memory_policy = "esa";  // esa | atp | switchml | no_ina
   uint64_t seed = 1;

@@ -342,7 +342,7 @@ absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit
 absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& program,
                                                      const std::vector<double>& secondary,
                                                      double tolerance, double time_limit_s,
-                                                     const WarmStart& warm) {
+                                                     const WarmStart& warm, Simplex simplex) {
   using A = SolverAccess;
   CoinPackedMatrix matrix = A::Matrix(program);
   std::vector<double> cl = ToCoin(A::ColLower(program)), cu = ToCoin(A::ColUpper(program));
@@ -367,7 +367,7 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
   } else {
     ClpSolve options;
     options.setPresolveType(ClpSolve::presolveOn);
-    options.setSolveType(ClpSolve::automatic);
+    options.setSolveType(simplex == Simplex::kPrimal ? ClpSolve::usePrimal : ClpSolve::automatic);
     model.initialSolve(options);
     if (warm.stats != nullptr) ++warm.stats->cold_starts;
   }

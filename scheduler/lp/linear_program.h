@@ -120,11 +120,18 @@ void SetWarmStartEnabled(bool enabled);
 absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit_s,
                                  const WarmStart& warm = {});
 
+// How a cold (not warm-started) solve runs: kAutomatic is CLP's choice after presolve (the dual
+// simplex on INAC's LPs); kPrimal the primal simplex after presolve. The optimum value is the
+// same; the optimal point of a degenerate LP may differ, and so may the time: grid-split's
+// per-job LPs (max-min λ, 1,400-3,300 columns) take 100-1,300 ms with the dual simplex and
+// 6-60 ms with the primal one (issue 15; docs/routing.md).
+enum class Simplex { kAutomatic, kPrimal };
+
 // Two stages on one CLP model: solves `program`, then keeps its objective within a relative
 // `tolerance` of the optimum (one extra row) and minimises Σ secondary[c] · x[c] from the optimal
 // basis (warm-started primal simplex). `first` is the first stage's solution; `second_values` the
 // second stage's primal values (empty when the second stage did not reach optimality, or the
-// first was not optimal).
+// first was not optimal). `simplex`: how the first stage runs when it is not warm-started.
 struct TwoStageSolution {
   Solution first;
   std::vector<double> second_values;
@@ -132,7 +139,8 @@ struct TwoStageSolution {
 absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& program,
                                                      const std::vector<double>& secondary,
                                                      double tolerance, double time_limit_s,
-                                                     const WarmStart& warm = {});
+                                                     const WarmStart& warm = {},
+                                                     Simplex simplex = Simplex::kAutomatic);
 
 // Solves the MIP with CBC. `start` (optional, may be empty) is a feasible solution handed to CBC
 // as its first incumbent. `node_limit` > 0 stops branch and bound after that many nodes: unlike

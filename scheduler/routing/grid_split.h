@@ -49,9 +49,12 @@
 // Several jobs: one at a time in priority order, each around the evaluated load of those before
 // it; then the whole result is compared with grid's.
 //
-// Complexity: grid's, plus one LP of the size above, the realisation O(W · R · options) and the
-// local search's budget of O(moves · W · R · options · k · L). Deterministic for a seed (grid's
-// rounding is seeded; the realisation and local search are deterministic).
+// Complexity: grid's, plus one LP of the size above (two for every job after the first: the
+// bound alone on the network), solved with CLP's primal simplex (lp::Simplex::kPrimal: on these
+// degenerate max-min LPs 6-40x faster than the dual simplex CLP picks for them), the realisation
+// O(W · R · options) and the local search's budget of O(moves · W · R · options · k · L).
+// Deterministic for a seed (grid's rounding is seeded; the realisation and local search are
+// deterministic).
 #pragma once
 
 #include "scheduler/routing/routing_algorithm.h"

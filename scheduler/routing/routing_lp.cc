@@ -559,8 +559,10 @@ RoutingLp BuildRoutingLp(const Network& net, const std::vector<double>& residual
 
 absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
                                          const std::vector<JobCandidates>& jobs, bool free_shares,
-                                         double time_limit_s, const lp::WarmStart& warm) {
-  auto solved = lp::SolveLpThenMinimize(lp.program, lp.load_cost, 1e-7, time_limit_s, warm);
+                                         double time_limit_s, const lp::WarmStart& warm,
+                                         lp::Simplex simplex) {
+  auto solved =
+      lp::SolveLpThenMinimize(lp.program, lp.load_cost, 1e-7, time_limit_s, warm, simplex);
   if (!solved.ok()) return solved.status();
   LpOutcome out;
   out.solution = std::move(solved->first);

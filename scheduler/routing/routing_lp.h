@@ -180,10 +180,12 @@ struct LpOutcome {
 // one without needless detours, whose rounding is closer to a good integral plan. Internal if CLP
 // fails. A solve stopped by the time limit keeps its primal point for the rounding (when it has
 // one) and reports only a dual bound (LpOutcome::bound). `warm`: lp::WarmStart of the first stage
-// (for solves whose optimum value alone is used, such as standalone bounds).
+// (for solves whose optimum value alone is used, such as standalone bounds). `simplex`: how the
+// first stage runs cold (lp::Simplex).
 absl::StatusOr<LpOutcome> SolveRoutingLp(const RoutingLp& lp,
                                          const std::vector<JobCandidates>& jobs, bool free_shares,
-                                         double time_limit_s, const lp::WarmStart& warm = {});
+                                         double time_limit_s, const lp::WarmStart& warm = {},
+                                         lp::Simplex simplex = lp::Simplex::kAutomatic);
 
 // Randomised rounding of job `j` of the LP solution; `rng` nullptr = deterministic (argmax). A
 // group of m pairs: without `rng` its members are dealt to options in proportion to the option

@@ -386,6 +386,55 @@ TEST(LagrangianBoundTest, AnyMultipliersBoundTheOptimumFromAbove) {
   }
 }
 
+// The primal simplex (grid-split's LPs) reaches the optimum value CLP's automatic choice
+// does, on random max-min programs shaped like the routing LP (λ <= each group's sum, capacity
+// rows over shared columns), and the second stage keeps it.
+TEST(SimplexChoiceTest, PrimalAndAutomaticAgreeOnTheOptimum) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0.1, 1.0);
+  for (int trial = 0; trial < 20; ++trial) {
+    lp::LinearProgram p;
+    p.SetMaximize(true);
+    const int lambda = p.AddColumn(0, lp::kInfinity, 1);
+    const int groups = 6, per = 5, rows = 8;
+    std::vector<int> cols;
+    for (int g = 0; g < groups; ++g) {
+      std::vector<int> members = {lambda};
+      std::vector<double> coef = {1};
+      for (int k = 0; k < per; ++k) {
+        cols.push_back(p.AddColumn(0, lp::kInfinity, 0));
+        members.push_back(cols.back());
+        coef.push_back(-1);
+      }
+      p.AddRow(-lp::kInfinity, 0, members, coef);  // λ <= Σ the group's columns
+    }
+    std::vector<double> cost(cols.size() + 1, 0.0);
+    for (int r = 0; r < rows; ++r) {
+      std::vector<int> members;
+      std::vector<double> coef;
+      for (int c : cols) {
+        if (u(rng) < 0.4) {
+          members.push_back(c);
+          coef.push_back(u(rng));
+          cost[static_cast<size_t>(c)] += 1;
+        }
+      }
+      if (!members.empty()) p.AddRow(-lp::kInfinity, 1 + 3 * u(rng), members, coef);
+    }
+    auto automatic = lp::SolveLpThenMinimize(p, cost, 1e-7, 0, {}, lp::Simplex::kAutomatic);
+    auto primal = lp::SolveLpThenMinimize(p, cost, 1e-7, 0, {}, lp::Simplex::kPrimal);
+    ASSERT_TRUE(automatic.ok() && primal.ok());
+    ASSERT_EQ(automatic->first.status, lp::SolveStatus::kOptimal);
+    ASSERT_EQ(primal->first.status, lp::SolveStatus::kOptimal);
+    EXPECT_NEAR(primal->first.objective, automatic->first.objective,
+                1e-7 * std::max(1.0, automatic->first.objective))
+        << "trial " << trial;
+    ASSERT_FALSE(primal->second_values.empty());
+    EXPECT_GE(primal->second_values[static_cast<size_t>(lambda)],
+              automatic->first.objective * (1 - 1e-6));
+  }
+}
+
 // max x  s.t.  x - y <= 1, x, y >= 0 is unbounded: no multiplier may produce a finite bound.
 TEST(LagrangianBoundTest, NoBoundForAnUnboundedProgram) {
   lp::LinearProgram p;
