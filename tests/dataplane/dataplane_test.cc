@@ -213,6 +213,40 @@ class DataplaneTest : public ::testing::Test {
     return counters;
   }
 
+  // The id of the link between `a` and `b` in `t` (either direction); "" if none.
+  static std::string LinkBetween(const core::Topology& t, const std::string& a,
+                                 const std::string& b) {
+    for (const core::Link& l : t.links) {
+      if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return l.id;
+    }
+    return "";
+  }
+
+  // The job's all-reduce (`iterations` of 64 KiB; the agents poll for re-plans every 200 ms) with
+  // `link` cut 2 s into it: in the lab, then reported to the controller (PATCH /links). Waits
+  // for every agent; a fatal failure when the run ended before the cut or the cut failed.
+  std::vector<AgentRun> AllReduceCuttingLinkMidRun(int64_t job,
+                                                   const std::vector<std::string>& workers,
+                                                   const std::string& ps, const std::string& link,
+                                                   int iterations) {
+    const std::vector<std::string> args = {
+        "--size", "65536", "--iterations", absl::StrCat(iterations), "--refresh-ms", "200"};
+    AllReduce a = StartAllReduce(job, workers, ps, args, args);
+    absl::SleepFor(absl::Seconds(2));
+    if (!AllRunning(a)) {
+      ADD_FAILURE() << "the all-reduce ended before the cut: make it longer";
+      return Wait(std::move(a));
+    }
+    CliRun cut = RunInac(absl::StrCat("lab link down ", link, " --dir ", dir_lab_), dir_);
+    EXPECT_EQ(cut.exit, 0) << cut.out;
+    Rest rest(host_port_);
+    Response patched = rest.Patch(absl::StrCat("/links/", link), Json{{"status", "down"}});
+    EXPECT_EQ(patched.status, 200) << patched.text;
+    std::vector<AgentRun> runs = Wait(std::move(a));
+    for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+    return runs;
+  }
+
   Json JobBody(const std::string& name, const std::vector<std::string>& workers,
                const std::string& ps, int priority = 0) {
     return fixtures::JobJson({.name = name,
@@ -419,22 +453,10 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
     }
   }
   ASSERT_FALSE(spine.empty()) << "no spine aggregates a worker of lf0: " << before.text;
-  std::string link;
-  for (const core::Link& l : t.links) {
-    if ((l.a == spine && l.b == "lf0") || (l.a == "lf0" && l.b == spine)) link = l.id;
-  }
+  const std::string link = LinkBetween(t, spine, "lf0");
   ASSERT_FALSE(link.empty());
-  const std::vector<std::string> args = {"--size", "65536",        "--iterations",
-                                         "12",     "--refresh-ms", "200"};
-  AllReduce a = StartAllReduce(job, workers, "h1_3", args, args);
-  absl::SleepFor(absl::Seconds(2));
-  ASSERT_TRUE(AllRunning(a)) << "the all-reduce ended before the cut: make it longer";
-  CliRun cut = RunInac(absl::StrCat("lab link down ", link, " --dir ", dir_lab_), dir_);
-  ASSERT_EQ(cut.exit, 0) << cut.out;
-  Response patched = rest.Patch(absl::StrCat("/links/", link), Json{{"status", "down"}});
-  ASSERT_EQ(patched.status, 200) << patched.text;
-  std::vector<AgentRun> runs = Wait(std::move(a));
-  for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+  std::vector<AgentRun> runs = AllReduceCuttingLinkMidRun(job, workers, "h1_3", link, 12);
+  if (HasFatalFailure()) return;
   Response after = rest.Get(absl::StrCat("/jobs/", job, "/config"));
   ASSERT_EQ(after.status, 200);
   std::printf("[ info ] %s cut mid-run: generation %d -> %d; ps: %s\n", link.c_str(),
@@ -480,22 +502,10 @@ TEST_F(DataplaneTest, GridSplitRangesSumExactlyAndAReCutReplanIsFollowed) {
   }
   ASSERT_GE(before.body["tags"].size(), 2u) << "grid-split did not split: " << before.text;
   ASSERT_EQ(spines, (std::set<std::string>{"sp0", "sp1"})) << before.text;
-  std::string link;
-  for (const core::Link& l : t.links) {
-    if ((l.a == "sp0" && l.b == "lf0") || (l.a == "lf0" && l.b == "sp0")) link = l.id;
-  }
+  const std::string link = LinkBetween(t, "sp0", "lf0");
   ASSERT_FALSE(link.empty());
-  const std::vector<std::string> args = {"--size", "65536",        "--iterations",
-                                         "8",      "--refresh-ms", "200"};
-  AllReduce a = StartAllReduce(job, workers, "h1_3", args, args);
-  absl::SleepFor(absl::Seconds(2));
-  ASSERT_TRUE(AllRunning(a)) << "the all-reduce ended before the cut: make it longer";
-  CliRun cut = RunInac(absl::StrCat("lab link down ", link, " --dir ", dir_lab_), dir_);
-  ASSERT_EQ(cut.exit, 0) << cut.out;
-  Response patched = rest.Patch(absl::StrCat("/links/", link), Json{{"status", "down"}});
-  ASSERT_EQ(patched.status, 200) << patched.text;
-  std::vector<AgentRun> runs = Wait(std::move(a));
-  for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
+  std::vector<AgentRun> runs = AllReduceCuttingLinkMidRun(job, workers, "h1_3", link, 8);
+  if (HasFatalFailure()) return;
   Response after = rest.Get(absl::StrCat("/jobs/", job, "/config"));
   ASSERT_EQ(after.status, 200);
   auto ranges = [](const Json& config) {
