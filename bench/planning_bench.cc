@@ -13,8 +13,11 @@
 //               threshold (0.10) and without stability (-1), and the min / mean rate of both.
 //   scale       fat-tree k=32, one job of 1024 workers and 4 PSs (routing_bench's scale case)
 //               through ComputePlan: wall and CPU time (getrusage: user + system of the process).
+//   intents     the switch intents of the 20-job plan (core::DeriveSwitchIntents, part of every
+//               admission and re-plan): p50 / max of 10 derivations, entries derived.
 //   warm_start  the 20-job plan (sequential) with CLP warm start off and on: time, same plan.
-// Usage: planning_bench [--quick] [--algorithm=A] [multi_job|warm_start|admission|replan|scale]
+// Usage: planning_bench [--quick] [--algorithm=A]
+//                       [multi_job|warm_start|intents|admission|replan|scale]
 //   (--quick: 20 admissions instead of 100, no k=32, no 200-job multi_job; --algorithm: the
 //   routing algorithm of multi_job, admission and replan, default grid -- e.g. grid-split, to
 //   measure what it would cost as the controller's algorithm)
@@ -33,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/generators.h"
+#include "core/plan.h"
 #include "scheduler/incremental.h"
 #include "scheduler/lp/linear_program.h"
 #include "scheduler/planner.h"
@@ -229,7 +233,7 @@ int main(int argc, char** argv) {
     Print(line);
   }
 
-  if (want("admission") || want("replan")) {
+  if (want("admission") || want("replan") || want("intents")) {
     PlanRequest base;
     base.topology = &k8;
     base.jobs = RandomJobs(k8, 20, 42);
@@ -238,6 +242,37 @@ int main(int argc, char** argv) {
     Timed first = Plan(base);
     const inac::core::Plan running = first.out.plan;
     std::mt19937_64 rng(7);
+    if (want("intents")) {
+      // The switch intents of the 20-job plan in force (every admission and re-plan derives
+      // them for the whole plan): p50 / max of 10 derivations and the size of what they hold.
+      std::vector<double> ms;
+      std::vector<inac::core::SwitchIntent> intents;
+      for (int i = 0; i < 10; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        intents = inac::core::DeriveSwitchIntents(k8, running);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+      }
+      size_t jobs = 0, inputs = 0, routes = 0, groups = 0;
+      for (const auto& si : intents) {
+        jobs += si.jobs.size();
+        inputs += si.inputs.size();
+        routes += si.routes.size();
+        groups += si.multicast_groups.size();
+      }
+      Print({{"bench", "planning"},
+             {"scenario", "intents"},
+             {"algorithm", algorithm},
+             {"k", 8},
+             {"jobs", 20},
+             {"p50_ms", Round3(Percentile(ms, 0.5))},
+             {"max_ms", Round3(Percentile(ms, 1.0))},
+             {"ina_job_entries", jobs},
+             {"input_entries", inputs},
+             {"route_entries", routes},
+             {"multicast_groups", groups}});
+    }
     if (want("admission")) {
       const int trials = quick ? 20 : 100;
       std::vector<double> ms, cpu_ms;

@@ -21,7 +21,7 @@ namespace {
 // grid-split closes streams (issue 15): equal inputs now plan differently. v4: grid-split solves
 // its LPs with the primal simplex (another optimal vertex of the degenerate LPs: other split
 // plans for equal inputs).
-constexpr const char* kFingerprintFormat = "inac-plan-inputs-v4";
+constexpr const char* kFingerprintFormat = "inac-plan-inputs-v5";
 
 std::string Sha256Hex(const std::string& text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -49,6 +49,7 @@ std::string PlanFingerprint(const PlanRequest& request) {
                           {"rounds", o.rounds},
                           {"paths", o.paths},
                           {"spread_min_columns", o.spread_min_columns},
+                          {"split_max_ranges", o.split_max_ranges},
                           {"lp_time_limit_s", o.lp_time_limit_s},
                           {"mip_time_limit_s", o.mip_time_limit_s},
                           {"topology_version", request.topology_version}};
@@ -72,6 +73,7 @@ PlanningInput RoutingInputOf(const PlanRequest& request, std::vector<const core:
   input.options.rounds = o.rounds;
   input.options.paths = o.paths;
   input.options.spread_min_columns = o.spread_min_columns;
+  input.options.split_max_ranges = o.split_max_ranges;
   input.options.lp_time_limit_s = o.lp_time_limit_s;
   input.options.mip_time_limit_s = o.mip_time_limit_s;
   input.options.joint_lp_max_columns = o.joint_lp_max_columns;

@@ -61,6 +61,10 @@ struct PlannerOptions {
   // columns (PlanningOptions::spread_min_columns: 20,000, i.e. jobs of a few hundred workers); 0:
   // every job (better plans for mid-size jobs too, at about twice the LP time); -1: never.
   int64_t spread_min_columns = PlanningOptions{}.spread_min_columns;
+  // grid-split: chunk ranges (aggregation tags) per (job, PS) shard at most
+  // (PlanningOptions::split_max_ranges); 0: the data plane's maximum (64 with one PS). A switch
+  // table budget: fewer ranges, fewer entries, plans as good or up to a few % slower.
+  int split_max_ranges = PlanningOptions{}.split_max_ranges;
   double lp_time_limit_s = 60;
   double mip_time_limit_s = 30;
   // Stability of re-plans with a `previous` plan: a running job (state kRunning, planned in

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/json.h"
+#include "core/plan.h"
 #include "scheduler/memory/aggregator_model.h"
 #include "scheduler/planner.h"
 #include "scheduler/routing/routing_algorithm.h"
@@ -25,6 +26,7 @@ struct PlanArgs {
   int rounds = scheduler::PlannerOptions{}.rounds;
   int paths = scheduler::PlannerOptions{}.paths;
   int64_t spread_min_columns = scheduler::PlannerOptions{}.spread_min_columns;
+  int split_max_ranges = scheduler::PlannerOptions{}.split_max_ranges;
   double time_limit_s = 0;  // 0: the planner's (LP 60 s, MIP 30 s)
   bool compact = false;
 };
@@ -61,6 +63,11 @@ int Run(const PlanArgs& a) {
     std::cerr << "inac: --spread-min-columns must be -1 (never), 0 (always) or a column count\n";
     bad = true;
   }
+  if (a.split_max_ranges < 0 || a.split_max_ranges > core::kTagSlotsPerJob) {
+    std::cerr << "inac: --split-max-ranges must be 0 (the data plane's maximum) or 1.."
+              << core::kTagSlotsPerJob << "\n";
+    bad = true;
+  }
   if (bad) return kExitBadInput;
 
   // Job ids are positions in the jobs file (1-based), every job pending and just submitted
@@ -79,6 +86,7 @@ int Run(const PlanArgs& a) {
   request.options.rounds = a.rounds;
   request.options.paths = a.paths;
   request.options.spread_min_columns = a.spread_min_columns;
+  request.options.split_max_ranges = a.split_max_ranges;
   if (a.time_limit_s > 0) {
     request.options.lp_time_limit_s = a.time_limit_s;
     request.options.mip_time_limit_s = a.time_limit_s;
@@ -169,6 +177,10 @@ void AddPlanCommand(CLI::App& app) {
   cmd->add_option("--spread-min-columns", args->spread_min_columns,
                   "Spread candidates (arc-diverse paths, detours in a per-pair order) for jobs "
                   "whose LP is estimated above this many columns; 0: every job, -1: none")
+      ->capture_default_str();
+  cmd->add_option("--split-max-ranges", args->split_max_ranges,
+                  "grid-split: chunk ranges (aggregation tags) per job and PS at most; 0: the "
+                  "data plane's maximum (64 with one PS)")
       ->capture_default_str();
   cmd->add_option("--memory-policy", args->memory_policy, "esa|atp|switchml|no_ina")
       ->check(CLI::IsMember({"esa", "atp", "switchml", "no_ina"}))

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
+#include "core/plan.h"
 
 namespace inac::server {
 
@@ -165,6 +166,8 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
       integer(v, k, 1, 64, &config.controller.paths);
     } else if (k == "spread_min_columns") {
       integer(v, k, -1, INT64_MAX, &config.controller.spread_min_columns);
+    } else if (k == "split_max_ranges") {
+      integer(v, k, 0, core::kTagSlotsPerJob, &config.controller.split_max_ranges);
     } else if (k == "timer_ms") {
       integer(v, k, 100, 3600000, &config.controller.timer_ms);
     } else if (k == "counters_period_ms") {

@@ -11,6 +11,7 @@
 //   "batch_min_interval_ms": 60000,      //   and the least time between a job's changes
 //   "seed": 1, "rounds": 8, "paths": 4,
 //   "spread_min_columns": 20000,         // spread candidates above this LP size; 0 all, -1 none
+//   "split_max_ranges": 0,               // grid-split: ranges per job and PS at most; 0: 64
 //   "timer_ms": 2000, "debounce_ms": 50,
 //   "counters_period_ms": 2000,          // INA counter reads per switch at most this often
 //   "election_id": 0,                    // 0: one above the highest stored (restart wins)

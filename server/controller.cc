@@ -220,6 +220,7 @@ scheduler::PlannerOptions Controller::PlannerOptionsOf() const {
   o.rounds = options_.rounds;
   o.paths = options_.paths;
   o.spread_min_columns = options_.spread_min_columns;
+  o.split_max_ranges = options_.split_max_ranges;
   o.replan_move_threshold = options_.replan_move_threshold;
   o.batch_rule.hysteresis = options_.batch_hysteresis;
   o.batch_rule.min_interval_ms = options_.batch_min_interval_ms;

@@ -79,6 +79,8 @@ struct ControllerOptions {
   int paths = scheduler::PlannerOptions{}.paths;
   // Spread candidates above this estimated LP size (scheduler::PlannerOptions).
   int64_t spread_min_columns = scheduler::PlannerOptions{}.spread_min_columns;
+  // grid-split's chunk ranges per job and PS at most (scheduler::PlannerOptions).
+  int split_max_ranges = scheduler::PlannerOptions{}.split_max_ranges;
   // Incremental planning (docs/controller.md "Incremental planning"): on a change of the inputs
   // the loop applies an admission plan at once (scheduler::AdmitJobs: new jobs routed around the
   // others, nobody moved) and a background thread computes the full re-plan, adopted when it

@@ -73,6 +73,12 @@ struct PlanningOptions {
   // Then a spread job's detours are dropped, the last-ranked first (TrimDetours), until its LP
   // has at most this many columns (k=32 / 1024 workers with 2 detours: 40,640). <= 0: no trim.
   int64_t spread_lp_max_columns = 45000;
+  // grid-split: at most this many chunk ranges per (job, PS) shard; each range is an aggregation
+  // tag, with an ina_job entry, its inputs, routes and a multicast group on every switch it uses.
+  // The realisation tries the cap and its halves down to 8, and keeps a plan with more ranges
+  // only when it is more than 1 % faster. 0: the data plane's maximum, core::MaxRangesPerShard(P)
+  // (64 with one PS, 8 with eight).
+  int split_max_ranges = 0;
   // Several jobs are planned in one LP when it has at most this many columns, otherwise one job
   // at a time in priority order with the jobs planned before them as background load.
   int64_t joint_lp_max_columns = 20000;

@@ -79,8 +79,8 @@ TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
   // stored with each plan and compared after a restart). Change it only with the format version
   // (v2: ring jobs planned as Rina, two-level ATP deployed; v3: spread candidates for large jobs,
   // grid-split closes streams, the spread_min_columns option; v4: grid-split's LPs with the
-  // primal simplex).
-  EXPECT_EQ(fp, "85108fee7771b47f388544dbcbe12ba21cef59cfccddbb7c85015a9c097b5612");
+  // primal simplex; v5: grid-split tries fewer chunk ranges, the split_max_ranges option).
+  EXPECT_EQ(fp, "5787427dd1a24d3856fd5ef5d00519e4b4d5e382c4ca698e0d328ebe3e60e486");
   std::swap(request.jobs[0], request.jobs[1]);
   EXPECT_EQ(PlanFingerprint(request), fp) << "job order does not matter";
   request.options.rounds = 9;
@@ -89,6 +89,9 @@ TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
   request.options.spread_min_columns = 0;
   EXPECT_NE(PlanFingerprint(request), fp);
   request.options.spread_min_columns = PlannerOptions{}.spread_min_columns;
+  request.options.split_max_ranges = 16;
+  EXPECT_NE(PlanFingerprint(request), fp);
+  request.options.split_max_ranges = PlannerOptions{}.split_max_ranges;
   request.topology_version = 8;
   EXPECT_NE(PlanFingerprint(request), fp);
   request.topology_version = 7;

@@ -1,6 +1,7 @@
 // grid-split (issue 15, item 3): split plans that realise the LP's fractional aggregation, the
 // flow model's union-of-ranges stream size, the 64-range tag layout and the fan-in cuts.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -255,6 +256,39 @@ TEST(GridSplitTest, NeverWorseThanGridOnTheWorkedExamples) {
       ExpectDeployable(in.topology, split->plan.jobs[j]);
     }
   }
+}
+
+// The realisation tries the range cap and its halves down to 8 (PlanningOptions::split_max_ranges)
+// and keeps more ranges only for more than 1 % of rate: raising the cap from c to 2c leaves the
+// plan as it was or makes it more than 1 % faster, a plan never has more ranges than its cap, and
+// the default cap is the data plane's 64. GRID's setting (a), 40 workers.
+TEST(GridSplitTest, MoreRangesOnlyWhenTheyPay) {
+  std::map<int, double> rate;
+  std::map<int, std::vector<core::FlowPlan>> flows;
+  for (int cap : {8, 16, 32, 64, 0}) {
+    PlanningInput in = GridSetting(1, 40, "tor");
+    in.options.split_max_ranges = cap;
+    auto split = PlanRouting("grid-split", in);
+    ASSERT_TRUE(split.ok()) << split.status();
+    const core::JobPlan& jp = split->plan.jobs[0];
+    ExpectDeployable(in.topology, jp);
+    if (cap > 0) {
+      EXPECT_LE(core::ChunkRangesOf(jp, jp.ps_shares.begin()->first).size(),
+                static_cast<size_t>(cap));
+    }
+    rate[cap] = jp.rate_gbps;
+    flows[cap] = jp.flows;
+  }
+  for (int cap : {8, 16, 32}) {
+    const double before = rate[cap], after = rate[2 * cap];
+    EXPECT_TRUE(std::abs(after - before) <= 1e-9 * before || after > 1.01 * before * (1 - 1e-9))
+        << "cap " << cap << " -> " << 2 * cap << ": " << before << " -> " << after;
+    if (std::abs(after - before) <= 1e-9 * before) {
+      EXPECT_EQ(flows[cap], flows[2 * cap]);
+    }
+  }
+  EXPECT_EQ(flows[0], flows[64]);
+  EXPECT_GT(rate[8], 20.0);  // the audit's hand-built plan, with 8 tags
 }
 
 TEST(GridSplitTest, SameSeedSamePlan) {

@@ -192,5 +192,21 @@ TEST(PlannerConfigTest, SpreadMinColumnsIsAConfigOption) {
   }
 }
 
+// grid-split's range cap (scheduler::PlannerOptions::split_max_ranges) is a controller option.
+TEST(PlannerConfigTest, SplitMaxRangesIsAConfigOption) {
+  std::vector<core::Problem> problems;
+  auto config = ParseServeConfig(R"({"split_max_ranges": 16})", ServeConfig{}, &problems);
+  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
+  EXPECT_EQ(config->controller.split_max_ranges, 16);
+  EXPECT_EQ(ServeConfig{}.controller.split_max_ranges, 0);
+  for (const char* bad : {R"({"split_max_ranges": -1})", R"({"split_max_ranges": 65})",
+                          R"({"split_max_ranges": "few"})"}) {
+    problems.clear();
+    EXPECT_FALSE(ParseServeConfig(bad, ServeConfig{}, &problems)) << bad;
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_EQ(problems[0].path, "split_max_ranges");
+  }
+}
+
 }  // namespace
 }  // namespace inac::server::testing

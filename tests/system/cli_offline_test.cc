@@ -167,6 +167,16 @@ TEST_F(CliOfflineTest, PlanPrintsAPlanAndRefusesUnknownHosts) {
       "plan --topology " + topology_ + " --jobs " + jobs + " --spread-min-columns -2", dir_);
   EXPECT_EQ(bad_spread.exit, 2) << bad_spread.out;
   EXPECT_NE(bad_spread.out.find("--spread-min-columns"), std::string::npos) << bad_spread.out;
+  // grid-split's range cap: part of the fingerprint; outside 0..64 a clear error.
+  const CliRun capped = RunInac("plan --topology " + topology_ + " --jobs " + jobs +
+                                    " --algorithm grid --compact --split-max-ranges 8",
+                                dir_);
+  ASSERT_EQ(capped.exit, 0) << capped.out;
+  EXPECT_NE(StdoutJson(capped).at("fingerprint"), plan.at("fingerprint"));
+  const CliRun bad_ranges = RunInac(
+      "plan --topology " + topology_ + " --jobs " + jobs + " --split-max-ranges 65", dir_);
+  EXPECT_EQ(bad_ranges.exit, 2) << bad_ranges.out;
+  EXPECT_NE(bad_ranges.out.find("--split-max-ranges"), std::string::npos) << bad_ranges.out;
 }
 
 }  // namespace
