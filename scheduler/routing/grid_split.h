@@ -30,6 +30,10 @@
 //      the one its own LP fractions f_{w,a} favour while the switch's LP inbound b_a lasts, at most
 //      kMaxFanIn (64, the data plane's input bitmap) inputs per (switch, range); a worker's
 //      consecutive ranges at one node on one path form one FlowPlan (fraction = their length).
+//      Range counts: the cap (MaxRangesPerShard(P), or PlanningOptions::split_max_ranges when
+//      lower) and its halves down to 8, fewest first, each with both layouts and item 3; a plan
+//      with more ranges replaces the best so far only when it is more than 1 % faster (every
+//      range is a tag with entries on each switch it crosses). No count is best everywhere.
 //   3. Paths and local search: each (worker, range) flow and each switch's stream is put on its
 //      balanced candidate path, then a local search moves single (worker, range) flows to another
 //      node (the PS, or a switch already aggregating that range or that shard) or path, and
@@ -51,8 +55,9 @@
 //
 // Complexity: grid's, plus one LP of the size above (two for every job after the first: the
 // bound alone on the network), solved with CLP's primal simplex (lp::Simplex::kPrimal: on these
-// degenerate max-min LPs 6-40x faster than the dual simplex CLP picks for them), the realisation
-// O(W · R · options) and the local search's budget of O(moves · W · R · options · k · L).
+// degenerate max-min LPs 6-40x faster than the dual simplex CLP picks for them), and per range
+// count R (at most 4 counts, 2 layouts each) the realisation O(W · R · options) and the local
+// search's budget of O(moves · W · R · options · k · L).
 // Deterministic for a seed (grid's rounding is seeded; the realisation and local search are
 // deterministic).
 #pragma once
