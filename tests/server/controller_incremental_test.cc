@@ -177,35 +177,35 @@ TEST_F(ControllerIncrementalTest, WithoutIncrementalEveryChangeIsOneFullPlan) {
   EXPECT_EQ(server_->JobState(b), "running");
 }
 
-// Spread candidates (scheduler::PlannerOptions::spread_min_columns) are a controller option.
-TEST(PlannerConfigTest, SpreadMinColumnsIsAConfigOption) {
+// Planner options in the controller's config: a good value is taken, the default is the
+// planner's, and a bad value is one problem at the key's path.
+template <typename T>
+void ExpectPlannerKey(const std::string& key, const std::string& good, T ControllerOptions::*field,
+                      T want, T default_value, const std::vector<std::string>& bad_values) {
   std::vector<core::Problem> problems;
-  auto config = ParseServeConfig(R"({"spread_min_columns": 0})", ServeConfig{}, &problems);
+  auto config = ParseServeConfig("{\"" + key + "\": " + good + "}", ServeConfig{}, &problems);
   ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
-  EXPECT_EQ(config->controller.spread_min_columns, 0);
-  EXPECT_EQ(ServeConfig{}.controller.spread_min_columns, 20000);
-  for (const char* bad : {R"({"spread_min_columns": -2})", R"({"spread_min_columns": "all"})"}) {
+  EXPECT_EQ(config->controller.*field, want) << key;
+  EXPECT_EQ(ServeConfig{}.controller.*field, default_value) << key;
+  for (const std::string& bad : bad_values) {
+    const std::string text = "{\"" + key + "\": " + bad + "}";
     problems.clear();
-    EXPECT_FALSE(ParseServeConfig(bad, ServeConfig{}, &problems)) << bad;
-    ASSERT_EQ(problems.size(), 1u) << bad;
-    EXPECT_EQ(problems[0].path, "spread_min_columns");
+    EXPECT_FALSE(ParseServeConfig(text, ServeConfig{}, &problems)) << text;
+    ASSERT_EQ(problems.size(), 1u) << text;
+    EXPECT_EQ(problems[0].path, key);
   }
 }
 
-// grid-split's range cap (scheduler::PlannerOptions::split_max_ranges) is a controller option.
+// Spread candidates (scheduler::PlannerOptions::spread_min_columns).
+TEST(PlannerConfigTest, SpreadMinColumnsIsAConfigOption) {
+  ExpectPlannerKey<int64_t>("spread_min_columns", "0", &ControllerOptions::spread_min_columns, 0,
+                            20000, {"-2", "\"all\""});
+}
+
+// grid-split's range cap (scheduler::PlannerOptions::split_max_ranges).
 TEST(PlannerConfigTest, SplitMaxRangesIsAConfigOption) {
-  std::vector<core::Problem> problems;
-  auto config = ParseServeConfig(R"({"split_max_ranges": 16})", ServeConfig{}, &problems);
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
-  EXPECT_EQ(config->controller.split_max_ranges, 16);
-  EXPECT_EQ(ServeConfig{}.controller.split_max_ranges, 0);
-  for (const char* bad : {R"({"split_max_ranges": -1})", R"({"split_max_ranges": 65})",
-                          R"({"split_max_ranges": "few"})"}) {
-    problems.clear();
-    EXPECT_FALSE(ParseServeConfig(bad, ServeConfig{}, &problems)) << bad;
-    ASSERT_EQ(problems.size(), 1u) << bad;
-    EXPECT_EQ(problems[0].path, "split_max_ranges");
-  }
+  ExpectPlannerKey<int>("split_max_ranges", "16", &ControllerOptions::split_max_ranges, 16, 0,
+                        {"-1", "65", "\"few\""});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -157,26 +158,22 @@ TEST_F(CliOfflineTest, PlanPrintsAPlanAndRefusesUnknownHosts) {
       RunInac("plan --topology " + topology_ + " --jobs " + bad + " --algorithm grid", dir_);
   EXPECT_EQ(refused.exit, 2) << refused.out;
   EXPECT_NE(refused.out.find("nowhere"), std::string::npos) << refused.out;
-  // Spread candidates for every job: a plan (another fingerprint); below -1: a clear error.
-  const CliRun spread = RunInac("plan --topology " + topology_ + " --jobs " + jobs +
-                                    " --algorithm grid --compact --spread-min-columns 0",
-                                dir_);
-  ASSERT_EQ(spread.exit, 0) << spread.out;
-  EXPECT_NE(StdoutJson(spread).at("fingerprint"), plan.at("fingerprint"));
-  const CliRun bad_spread = RunInac(
-      "plan --topology " + topology_ + " --jobs " + jobs + " --spread-min-columns -2", dir_);
-  EXPECT_EQ(bad_spread.exit, 2) << bad_spread.out;
-  EXPECT_NE(bad_spread.out.find("--spread-min-columns"), std::string::npos) << bad_spread.out;
-  // grid-split's range cap: part of the fingerprint; outside 0..64 a clear error.
-  const CliRun capped = RunInac("plan --topology " + topology_ + " --jobs " + jobs +
-                                    " --algorithm grid --compact --split-max-ranges 8",
-                                dir_);
-  ASSERT_EQ(capped.exit, 0) << capped.out;
-  EXPECT_NE(StdoutJson(capped).at("fingerprint"), plan.at("fingerprint"));
-  const CliRun bad_ranges = RunInac(
-      "plan --topology " + topology_ + " --jobs " + jobs + " --split-max-ranges 65", dir_);
-  EXPECT_EQ(bad_ranges.exit, 2) << bad_ranges.out;
-  EXPECT_NE(bad_ranges.out.find("--split-max-ranges"), std::string::npos) << bad_ranges.out;
+  // Planner options of the plan's fingerprint: a good value plans (another fingerprint), a bad
+  // one is a clear error naming the flag. Spread candidates for every job (below -1: bad);
+  // grid-split's range cap (outside 0..64: bad).
+  for (const auto& [flag, good, bad_value] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--spread-min-columns", "0", "-2"}, {"--split-max-ranges", "8", "65"}}) {
+    const CliRun ok = RunInac("plan --topology " + topology_ + " --jobs " + jobs +
+                                  " --algorithm grid --compact " + flag + " " + good,
+                              dir_);
+    ASSERT_EQ(ok.exit, 0) << flag << ": " << ok.out;
+    EXPECT_NE(StdoutJson(ok).at("fingerprint"), plan.at("fingerprint")) << flag;
+    const CliRun refused_flag = RunInac(
+        "plan --topology " + topology_ + " --jobs " + jobs + " " + flag + " " + bad_value, dir_);
+    EXPECT_EQ(refused_flag.exit, 2) << refused_flag.out;
+    EXPECT_NE(refused_flag.out.find(flag), std::string::npos) << refused_flag.out;
+  }
 }
 
 }  // namespace
