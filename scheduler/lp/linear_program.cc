@@ -411,6 +411,11 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
   if (s.status == SolveStatus::kOptimal) s.best_bound = s.objective;
   const double* x = model.primalColumnSolution();
   s.values.assign(x, x + program.num_columns());
+  if (s.status == SolveStatus::kOptimal) {
+    if (const double* y = model.dualRowSolution(); y != nullptr) {
+      s.row_duals.assign(y, y + program.num_rows());
+    }
+  }
   if (secondary.empty() || s.status != SolveStatus::kOptimal) return out;
 
   // Stage 2: objective row, new objective, primal simplex from the current basis.

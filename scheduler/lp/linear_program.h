@@ -72,6 +72,12 @@ struct Solution {
   // solver's last row duals (LagrangianBound), nullopt when that is not finite. A MIP: CBC's best
   // possible objective. nullopt when nothing is proven (infeasible, unbounded, no solution).
   std::optional<double> best_bound;
+  // Shadow prices of the rows when an LP is solved to optimality (SolveLp only; empty otherwise):
+  // the rate at which the optimum rises as row i's bounds are relaxed, in the objective's own
+  // sense (maximise: >= 0 on a binding upper bound, <= 0 on a binding lower bound). Column
+  // generation prices new columns with them: a column c improves the optimum when
+  // objective_c - Σ_i row_duals[i] · a_ic > 0 (maximise).
+  std::vector<double> row_duals;
 };
 
 // A bound on the optimum of `program` (maximise: upper; minimise: lower) from ANY row multipliers

@@ -96,6 +96,14 @@ struct PlanningOptions {
   // planner (controller, `inac plan`) keeps it true; the simulator sets it false (single-level
   // ATP, its published figures). Comparisons of algorithms keep it true.
   bool reaggregation = true;
+  // The aggregator-memory policy the plan will be granted under ("esa", "atp", "switchml";
+  // empty or "no_ina": none). `trees` charges each aggregating switch's aggregators in its LP
+  // with the policy's hold time (scheduler/memory/aggregator_model.h), so a plan fits the
+  // switches' memory; the other algorithms ignore it (memory is granted after routing).
+  std::string memory_policy;
+  // `trees`: column-generation rounds (each re-solves the master LP and prices new trees for
+  // every shard); the planning work is bounded by it, not by a clock.
+  int tree_iterations = 40;
 };
 
 struct PlanningInput {

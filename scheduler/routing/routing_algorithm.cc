@@ -9,6 +9,7 @@
 #include "scheduler/routing/baselines.h"
 #include "scheduler/routing/grid.h"
 #include "scheduler/routing/grid_split.h"
+#include "scheduler/routing/trees.h"
 #include "scheduler/routing/inart.h"
 #include "scheduler/routing/optimal.h"
 
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::stri
   if (name == "grid-split") return std::make_unique<GridSplitRouting>();
   if (name == "inart") return std::make_unique<InArtRouting>();
   if (name == "optimal") return std::make_unique<OptimalRouting>();
+  if (name == "trees") return std::make_unique<TreeRouting>();
   return absl::InvalidArgumentError(absl::StrCat("unknown routing algorithm \"", std::string(name),
                                                  "\"; expected one of ",
                                                  absl::StrJoin(RoutingAlgorithmNames(), ", ")));
@@ -32,7 +34,7 @@ absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::stri
 
 std::vector<std::string> RoutingAlgorithmNames() {
   return {"no_ina",     "atp",   "atp_sharded", "switchml", "grid",
-          "grid-split", "inart", "optimal",     "ingo"};
+          "grid-split", "inart", "optimal",     "ingo",  "trees"};
 }
 
 absl::StatusOr<PlannedRouting> PlanRouting(const RoutingAlgorithm& algorithm,
