@@ -20,6 +20,8 @@ namespace {
 
 constexpr int kMaxFanIn = 64;  // ina.p4's input bitmap
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Work units (arc relaxations and worker scans) the pricing rounds of one family may take.
+constexpr double kWorkPerPlan = 1e8;
 
 enum class Family { kSingle, kChains };
 
@@ -82,7 +84,7 @@ class Pricer {
             (std::abs(nd - t.dist[v]) <= 1e-15 && t.next_arc[v] >= 0 && a < t.next_arc[v])) {
           t.dist[v] = nd;
           t.next_arc[v] = a;
-          heap.push({nd, v});
+          if (!g_.is_host(v)) heap.push({nd, v});  // a host is a leaf: never expanded
         }
       }
     }
@@ -139,9 +141,24 @@ class TreePlanner {
     for (size_t s = 0; s < shards_.size(); ++s) {
       for (Tree& t : Price(static_cast<int>(s), util, /*utilisation=*/util)) AddTree(std::move(t));
     }
+    ++price_round_;
     lp::Solution sol;
     int iterations = 0;
-    const int max_iterations = std::max(0, in.options.tree_iterations);
+    // The pricing rounds: PlanningOptions::tree_iterations, fewer when one round's estimated
+    // work (per shard: a shortest-path tree toward every candidate, and the greedy's scan of
+    // every candidate's workers) exceeds kWorkPerPlan / rounds. On GRID's k=8 settings a round
+    // costs ~2e5 units and nothing is cut; at k=32 with 1024 workers and 4 PSs a round costs
+    // ~2.7e8 (1.9 s of CPU) and the plan is the initial pricing's LP (docs/routing.md 3b).
+    double per_round = 0;
+    for (const Shard& sh : shards_) {
+      const double cands = static_cast<double>(CandidateCount(sh));
+      per_round += cands * (static_cast<double>(g_.num_arcs()) + 16.0 * sh.workers.size());
+    }
+    int max_iterations = std::max(0, in.options.tree_iterations);
+    if (per_round > 0) {
+      max_iterations = static_cast<int>(
+          std::min<double>(max_iterations, std::floor(kWorkPerPlan / per_round)));
+    }
     for (;; ++iterations) {
       auto solved = Solve(/*restrict_to=*/nullptr);
       if (!solved.ok()) return solved.status();
@@ -171,6 +188,7 @@ class TreePlanner {
           }
         }
       }
+      ++price_round_;
       if (added == 0) break;
     }
     iterations_ = iterations;
@@ -256,6 +274,20 @@ class TreePlanner {
     return HoldTimeUs(*policy_, t);
   }
 
+  int CandidateCount(const Shard& sh) const {
+    if (family_ == Family::kChains) {
+      auto p = parents_of_ps_.find(sh.ps);
+      auto c = parent_of_ps_.find(sh.ps);
+      return (p == parents_of_ps_.end() ? 0 : static_cast<int>(p->second.size())) +
+             (c == parent_of_ps_.end() ? 0 : static_cast<int>(c->second.size()));
+    }
+    int n = 0;
+    for (int v = 0; v < g_.num_switches(); ++v) {
+      if (g_.ina_capable(v) && net_.residual(net_.NodeResource(v)) > 1e-9) ++n;
+    }
+    return n;
+  }
+
   // --- Chains: parents near each PS, a fixed parent for every other INA switch. ---
   void ComputeParents() {
     if (family_ != Family::kChains) return;
@@ -334,10 +366,16 @@ class TreePlanner {
       for (int p : parents_of_ps_[sh.ps]) candidates.push_back(p);
       for (const auto& [c, p] : parent_of_ps_[sh.ps]) candidates.push_back(c);
     }
-    std::map<int, ToTarget> to;  // per target
+    // Distances toward each target under this round's prices, shared by the round's shards.
+    if (cache_round_ != price_round_) {
+      dist_cache_.clear();
+      cache_round_ = price_round_;
+    }
     auto dist_to = [&](int target) -> const ToTarget& {
-      auto it = to.find(target);
-      if (it == to.end()) it = to.emplace(target, pricer.Dijkstra(target, arc_w)).first;
+      auto it = dist_cache_.find(target);
+      if (it == dist_cache_.end()) {
+        it = dist_cache_.emplace(target, pricer.Dijkstra(target, arc_w)).first;
+      }
       return it->second;
     };
     const ToTarget& to_ps = dist_to(sh.ps);
@@ -410,22 +448,28 @@ class TreePlanner {
           v = p;
         }
       };
+      // The workers' savings at `v` (at most `room` of them, the largest): their sum, and with
+      // `take` their indices. O(n) per call (partial selection, no full sort).
+      std::vector<std::pair<double, int>> saving;
       auto fill = [&](int v, int room, std::vector<int>* take) {
         const std::vector<double>& row = ic_of(v);
-        std::vector<std::pair<double, int>> saving;
+        saving.clear();
         for (int i = 0; i < n; ++i) {
           if (choice[i] == v) continue;
           const double sv = cur[i] - row[i];
           if (sv > 0) saving.push_back({-sv, i});
         }
-        std::sort(saving.begin(), saving.end());
+        if (room <= 0) return 0.0;
+        if (static_cast<int>(saving.size()) > room) {
+          std::nth_element(saving.begin(), saving.begin() + room, saving.end());
+          saving.resize(room);
+        }
         double gain = 0;
         for (const auto& [neg, i] : saving) {
-          if (room <= 0) break;
           gain += -neg;
-          take->push_back(i);
-          --room;
+          if (take != nullptr) take->push_back(i);
         }
+        if (take != nullptr) std::sort(take->begin(), take->end());
         return gain;
       };
       auto assign = [&](int v, const std::vector<int>& take) {
@@ -453,17 +497,17 @@ class TreePlanner {
           if (!is_open && p >= 0 && load[p] + kids[p] + 1 > kMaxFanIn) continue;
           const int room = kMaxFanIn - load[v] - kids[v];
           if (room <= 0) continue;
-          std::vector<int> take;
-          double gain = fill(v, room, &take);
+          double gain = fill(v, room, nullptr);
           if (!is_open) gain -= act_of(v);
           if (!is_open && p >= 0 && !open.count(p)) gain -= act_of(p);
           if (gain > best_gain) {
             best_gain = gain;
             best = v;
-            best_take = std::move(take);
           }
         }
         if (best < 0) break;
+        best_take.clear();
+        fill(best, kMaxFanIn - load[best] - kids[best], &best_take);
         assign(best, best_take);
       }
       return choice;
@@ -538,6 +582,7 @@ class TreePlanner {
                                 std::map<int, int>* used) const {
     std::vector<int> arcs;
     int u = from;
+    std::set<int> visited = {from};
     while (t.next_arc[u] >= 0) {
       // Tight arcs used least so far; among them one by a hash of (path origin, node), as ECMP
       // hashes a flow onto one of its equal-cost next hops.
@@ -549,6 +594,9 @@ class TreePlanner {
         if (t.dist[v] == kInf) continue;
         if (g_.is_host(v) && t.next_arc[v] >= 0) continue;  // hosts forward nothing
         if (arc_w[a] + t.dist[v] > t.dist[u] + tolerance) continue;
+        // Strictly closer to the target and not visited yet: a simple path (the data plane keeps
+        // one route per switch and tag, so a path that revisits a node is not what it runs).
+        if (!(t.dist[v] < t.dist[u]) || visited.count(v)) continue;
         auto it = used->find(a);
         const int k = it == used->end() ? 0 : it->second;
         if (k < least) {
@@ -567,6 +615,7 @@ class TreePlanner {
       arcs.push_back(best);
       ++(*used)[best];
       u = g_.arc(best).to;
+      if (!visited.insert(u).second) return Pricer::PathArcs(t, from, g_);
       if (arcs.size() > static_cast<size_t>(g_.num_nodes())) return Pricer::PathArcs(t, from, g_);
     }
     return arcs;
@@ -859,6 +908,9 @@ class TreePlanner {
   std::vector<double> share_value_;
   mutable double mean_capacity_ = 0;
   int iterations_ = 0;
+  int price_round_ = 0;  // bumped whenever the prices change (the distance cache's key)
+  int cache_round_ = -1;
+  std::map<int, ToTarget> dist_cache_;
   double objective_ = 0;
   int lp_rows_ = 0;
   int lp_columns_ = 0;
