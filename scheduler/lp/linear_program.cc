@@ -503,4 +503,84 @@ absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limi
   return s;
 }
 
+struct ColumnGenerationLp::Model {
+  ClpSimplex clp;
+};
+
+ColumnGenerationLp::ColumnGenerationLp(const LinearProgram& initial)
+    : model_(std::make_unique<Model>()) {
+  using A = SolverAccess;
+  CoinPackedMatrix matrix = A::Matrix(initial);
+  std::vector<double> cl = ToCoin(A::ColLower(initial)), cu = ToCoin(A::ColUpper(initial));
+  std::vector<double> rl = ToCoin(A::RowLower(initial)), ru = ToCoin(A::RowUpper(initial));
+  ClpSimplex& m = model_->clp;
+  m.setLogLevel(0);
+  m.messageHandler()->setLogLevel(0);
+  m.loadProblem(matrix, cl.data(), cu.data(), A::Objective(initial).data(), rl.data(), ru.data());
+  m.setOptimizationDirection(A::Maximize(initial) ? -1 : 1);
+}
+
+ColumnGenerationLp::~ColumnGenerationLp() = default;
+
+int ColumnGenerationLp::AddColumn(double lower, double upper, double objective,
+                                  const std::vector<int>& rows,
+                                  const std::vector<double>& coefficients) {
+  ClpSimplex& m = model_->clp;
+  auto coin = [](double v) { return std::isinf(v) ? (v > 0 ? COIN_DBL_MAX : -COIN_DBL_MAX) : v; };
+  m.addColumn(static_cast<int>(rows.size()), rows.data(), coefficients.data(), coin(lower),
+              coin(upper), objective);
+  return m.numberColumns() - 1;
+}
+
+void ColumnGenerationLp::SetColumnBounds(int column, double lower, double upper) {
+  auto coin = [](double v) { return std::isinf(v) ? (v > 0 ? COIN_DBL_MAX : -COIN_DBL_MAX) : v; };
+  model_->clp.setColumnBounds(column, coin(lower), coin(upper));
+}
+
+int ColumnGenerationLp::num_columns() const { return model_->clp.numberColumns(); }
+int ColumnGenerationLp::num_rows() const { return model_->clp.numberRows(); }
+
+absl::StatusOr<Solution> ColumnGenerationLp::Solve(double time_limit_s) {
+  ClpSimplex& m = model_->clp;
+  if (time_limit_s > 0) m.setMaximumSeconds(time_limit_s);
+  if (!solved_) {
+    ClpSolve options;
+    options.setPresolveType(ClpSolve::presolveOff);
+    options.setSolveType(ClpSolve::usePrimal);
+    m.initialSolve(options);
+    solved_ = true;
+  } else {
+    m.primal(1);  // from the current basis
+  }
+  if (!m.isProvenOptimal() && !m.isProvenPrimalInfeasible() && !m.isProvenDualInfeasible() &&
+      m.status() != 3) {
+    m.primal();
+  }
+  Solution s;
+  if (m.isProvenOptimal()) {
+    s.status = SolveStatus::kOptimal;
+  } else if (m.isProvenPrimalInfeasible()) {
+    s.status = SolveStatus::kInfeasible;
+    return s;
+  } else if (m.isProvenDualInfeasible()) {
+    s.status = SolveStatus::kUnbounded;
+    return s;
+  } else if (m.status() == 3 && m.primalFeasible()) {
+    s.status = SolveStatus::kFeasible;
+  } else {
+    s.status = SolveStatus::kNoSolution;
+    return s;
+  }
+  s.objective = m.objectiveValue();
+  if (s.status == SolveStatus::kOptimal) s.best_bound = s.objective;
+  const double* x = m.primalColumnSolution();
+  s.values.assign(x, x + m.numberColumns());
+  if (s.status == SolveStatus::kOptimal) {
+    if (const double* y = m.dualRowSolution(); y != nullptr) {
+      s.row_duals.assign(y, y + m.numberRows());
+    }
+  }
+  return s;
+}
+
 }  // namespace inac::scheduler::lp

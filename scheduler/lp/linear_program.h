@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -151,6 +152,31 @@ absl::StatusOr<TwoStageSolution> SolveLpThenMinimize(const LinearProgram& progra
 // Solves the MIP with CBC. `start` (optional, may be empty) is a feasible solution handed to CBC
 // as its first incumbent. `node_limit` > 0 stops branch and bound after that many nodes: unlike
 // the wall-clock limit it gives the same result on every machine (CBC runs single-threaded).
+// A master LP for column generation: the rows of `initial` (and its columns) are loaded once;
+// columns are added between solves and every solve continues from the previous basis with the
+// primal simplex (new columns keep the last point primal feasible), which is what makes repeated
+// pricing rounds cheap. Solutions as SolveLp's (row_duals when optimal). Not thread-safe.
+class ColumnGenerationLp {
+ public:
+  explicit ColumnGenerationLp(const LinearProgram& initial);
+  ~ColumnGenerationLp();
+  ColumnGenerationLp(const ColumnGenerationLp&) = delete;
+  ColumnGenerationLp& operator=(const ColumnGenerationLp&) = delete;
+  // Adds a column lower <= x <= upper with `objective` and entries (rows[i], coefficients[i]);
+  // returns its index. Precondition: valid row indices, equal sizes.
+  int AddColumn(double lower, double upper, double objective, const std::vector<int>& rows,
+                const std::vector<double>& coefficients);
+  void SetColumnBounds(int column, double lower, double upper);
+  int num_columns() const;
+  int num_rows() const;
+  absl::StatusOr<Solution> Solve(double time_limit_s);
+
+ private:
+  struct Model;
+  std::unique_ptr<Model> model_;
+  bool solved_ = false;
+};
+
 absl::StatusOr<Solution> SolveMip(const LinearProgram& program, double time_limit_s,
                                   const std::vector<double>& start, int64_t node_limit = 0);
 

@@ -5,6 +5,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_set>
@@ -699,68 +701,59 @@ class TreePlanner {
     return true;
   }
 
-  // The master LP over the trees (all, or those marked in `restrict_to`).
+  // The master LP over the trees (all, or those marked in `restrict_to`): built once with
+  // every row, the trees added as columns as they are found, each solve warm-started from the
+  // last (lp::ColumnGenerationLp).
   absl::StatusOr<lp::Solution> Solve(const std::vector<char>* restrict_to) {
     const PlanningInput& in = net_.input();
     const int n_jobs = static_cast<int>(in.jobs.size());
-    lp::LinearProgram prog;
-    prog.SetMaximize(true);
-    const int t_col = prog.AddColumn(0, lp::kInfinity, 1);
-    std::vector<int> lambda(n_jobs);
-    for (int j = 0; j < n_jobs; ++j) lambda[j] = prog.AddColumn(0, lp::kInfinity, 1e-6);
-    for (Shard& sh : shards_) sh.share_col = prog.AddColumn(0, lp::kInfinity, 0);
-    std::vector<int> tree_col(trees_.size(), -1);
-    for (size_t k = 0; k < trees_.size(); ++k) {
-      if (restrict_to != nullptr && !(*restrict_to)[k]) continue;
-      tree_col[k] = prog.AddColumn(0, lp::kInfinity, 0);
-    }
-    // Fairness rows: λ_j - t >= 0.
-    for (int j = 0; j < n_jobs; ++j) prog.AddRow(0, lp::kInfinity, {lambda[j], t_col}, {1, -1});
-    // Shares: Σ_s v_s - λ_j = 0.
-    for (int j = 0; j < n_jobs; ++j) {
-      std::vector<int> cols = {lambda[j]};
-      std::vector<double> coef = {-1};
-      for (const Shard& sh : shards_) {
-        if (sh.job != j) continue;
-        cols.push_back(sh.share_col);
-        coef.push_back(1);
+    if (master_ == nullptr) {
+      lp::LinearProgram prog;
+      prog.SetMaximize(true);
+      t_col_ = prog.AddColumn(0, lp::kInfinity, 1);
+      std::vector<int> lambda(n_jobs);
+      for (int j = 0; j < n_jobs; ++j) lambda[j] = prog.AddColumn(0, lp::kInfinity, 1e-6);
+      for (Shard& sh : shards_) sh.share_col = prog.AddColumn(0, lp::kInfinity, 0);
+      // Fairness rows: λ_j - t >= 0.
+      for (int j = 0; j < n_jobs; ++j) prog.AddRow(0, lp::kInfinity, {lambda[j], t_col_}, {1, -1});
+      // Shares: Σ_s v_s - λ_j = 0.
+      for (int j = 0; j < n_jobs; ++j) {
+        std::vector<int> cols = {lambda[j]};
+        std::vector<double> coef = {-1};
+        for (const Shard& sh : shards_) {
+          if (sh.job != j) continue;
+          cols.push_back(sh.share_col);
+          coef.push_back(1);
+        }
+        prog.AddRow(0, 0, cols, coef);
       }
-      prog.AddRow(0, 0, cols, coef);
+      // Coverage: Σ_{trees of s} m - v_s = 0 (the trees' entries come with their columns).
+      for (Shard& sh : shards_) sh.cov_row = prog.AddRow(0, 0, {sh.share_col}, {-1});
+      first_resource_row_ = prog.num_rows();
+      for (size_t r = 0; r < rows_resource_.size(); ++r) {
+        prog.AddRow(-lp::kInfinity, RowCapacity(static_cast<int>(r)), {}, {});
+      }
+      master_ = std::make_unique<lp::ColumnGenerationLp>(prog);
     }
-    // Coverage: Σ_{trees of s} m - v_s = 0.
-    std::vector<std::vector<int>> cov_cols(shards_.size());
-    std::vector<std::vector<double>> cov_coef(shards_.size());
-    for (size_t s = 0; s < shards_.size(); ++s) {
-      cov_cols[s].push_back(shards_[s].share_col);
-      cov_coef[s].push_back(-1);
+    for (Tree& t : trees_) {
+      if (t.column >= 0) continue;
+      std::vector<int> rows = {shards_[t.shard].cov_row};
+      std::vector<double> coef = {1};
+      for (const auto& [row, c] : t.load) {
+        rows.push_back(first_resource_row_ + row);
+        coef.push_back(c);
+      }
+      t.column = master_->AddColumn(0, lp::kInfinity, 0, rows, coef);
     }
-    for (size_t k = 0; k < trees_.size(); ++k) {
-      if (tree_col[k] < 0) continue;
-      cov_cols[trees_[k].shard].push_back(tree_col[k]);
-      cov_coef[trees_[k].shard].push_back(1);
-    }
-    for (size_t s = 0; s < shards_.size(); ++s) {
-      shards_[s].cov_row = prog.AddRow(0, 0, cov_cols[s], cov_coef[s]);
-    }
-    // Resources.
-    first_resource_row_ = prog.num_rows();
-    std::vector<std::vector<int>> rc(rows_resource_.size());
-    std::vector<std::vector<double>> rv(rows_resource_.size());
-    for (size_t k = 0; k < trees_.size(); ++k) {
-      if (tree_col[k] < 0) continue;
-      for (const auto& [row, c] : trees_[k].load) {
-        rc[row].push_back(tree_col[k]);
-        rv[row].push_back(c);
+    if (restrict_to != nullptr) {
+      for (size_t k = 0; k < trees_.size(); ++k) {
+        master_->SetColumnBounds(trees_[k].column, 0, (*restrict_to)[k] ? lp::kInfinity : 0);
       }
     }
-    for (size_t r = 0; r < rows_resource_.size(); ++r) {
-      prog.AddRow(-lp::kInfinity, RowCapacity(static_cast<int>(r)), rc[r], rv[r]);
-    }
-    lp_rows_ = prog.num_rows();
-    lp_columns_ = prog.num_columns();
-    auto sol = lp::SolveLp(prog, in.options.lp_time_limit_s);
+    lp_rows_ = master_->num_rows();
+    lp_columns_ = master_->num_columns();
+    auto sol = master_->Solve(in.options.lp_time_limit_s);
     if (!sol.ok()) return sol.status();
-    for (size_t k = 0; k < trees_.size(); ++k) trees_[k].column = tree_col[k];
     share_value_.assign(shards_.size(), 0);
     if (!sol->values.empty()) {
       for (size_t s = 0; s < shards_.size(); ++s) share_value_[s] = sol->values[shards_[s].share_col];
@@ -907,6 +900,8 @@ class TreePlanner {
   std::map<int, std::map<int, int>> stream_arc_use_;  // per shard: streams per arc
   std::vector<double> share_value_;
   mutable double mean_capacity_ = 0;
+  std::unique_ptr<lp::ColumnGenerationLp> master_;
+  int t_col_ = -1;
   int iterations_ = 0;
   int price_round_ = 0;  // bumped whenever the prices change (the distance cache's key)
   int cache_round_ = -1;
