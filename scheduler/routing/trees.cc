@@ -22,6 +22,10 @@ namespace {
 
 constexpr int kMaxFanIn = 64;  // ina.p4's input bitmap
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Objective weight of a tree's arc load per unit of its rate (negative): among plans of equal
+// rates the LP keeps the one that loads the links least, so a job leaves room for the next
+// (1e-10 per Gbps-hop: far below what would trade any rate).
+constexpr double kLoadCost = 1e-10;
 // Work units (arc relaxations and worker scans) the pricing rounds of one family may take.
 constexpr double kWorkPerPlan = 1e8;
 
@@ -185,6 +189,7 @@ class TreePlanner {
         for (Tree& t : Price(static_cast<int>(s), steer, dual)) {
           double cost = 0;
           for (const auto& [row, c] : t.load) cost += dual[row] * c;
+          cost += kLoadCost * ArcLoad(t);
           if (cost < price - 1e-9 * std::max(1.0, std::abs(price))) {
             if (AddTree(std::move(t))) ++added;
           }
@@ -565,6 +570,16 @@ class TreePlanner {
     return HoldUs(v, route) * 125.0 / bytes;
   }
 
+  // Σ over the tree's arcs of its load per unit rate.
+  double ArcLoad(const Tree& t) const {
+    double total = 0;
+    for (const auto& [row, c] : t.load) {
+      const int res = rows_resource_[row];
+      if (res >= 0 && net_.IsArcResource(res)) total += c;
+    }
+    return total;
+  }
+
   // The route of v's stream all the way to the PS (through its parent), fixing both.
   std::vector<int> StreamRoute(int s, int v) {
     std::vector<int> route;
@@ -672,7 +687,15 @@ class TreePlanner {
         auto cit = parent_of_ps_[sh.ps].find(v);
         if (cit != parent_of_ps_[sh.ps].end()) p = cit->second;
       }
+      // Fewest hops first, then the most residual capacity (other jobs' load, the background):
+      // one hop weighs 1, an arc at the largest residual 1e-3 more, a saturated one far more.
       std::vector<double> w(g_.num_arcs(), 1);
+      double top = 0;
+      for (int a = 0; a < g_.num_arcs(); ++a) top = std::max(top, net_.residual(net_.ArcResource(a)));
+      for (int a = 0; a < g_.num_arcs(); ++a) {
+        const double r = net_.residual(net_.ArcResource(a));
+        w[a] = 1 + 1e-3 * top / std::max(r, 1e-6 * std::max(top, 1e-9));
+      }
       Pricer pricer(net_, family_, in_arcs_);
       std::vector<int> arcs =
           BalancedPath(pricer.Dijkstra(p >= 0 ? p : sh.ps, w), w, v, &stream_arc_use_[s]);
@@ -743,7 +766,7 @@ class TreePlanner {
         rows.push_back(first_resource_row_ + row);
         coef.push_back(c);
       }
-      t.column = master_->AddColumn(0, lp::kInfinity, 0, rows, coef);
+      t.column = master_->AddColumn(0, lp::kInfinity, -kLoadCost * ArcLoad(t), rows, coef);
     }
     if (restrict_to != nullptr) {
       for (size_t k = 0; k < trees_.size(); ++k) {
