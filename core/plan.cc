@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 #include <string_view>
@@ -139,6 +140,130 @@ std::vector<ChunkRange> RangesOf(const std::vector<const FlowPlan*>& flows, int 
   return out;
 }
 
+// Node indices of `path`; empty when a node is unknown.
+std::vector<int> NodeIndices(const Graph& g, const std::vector<std::string>& path) {
+  std::vector<int> out;
+  out.reserve(path.size());
+  for (const std::string& id : path) {
+    const int v = g.index(id);
+    if (v < 0) return {};
+    out.push_back(v);
+  }
+  return out;
+}
+
+// A shortest path over up links from `from` to `to` (node indices), forwarding only through
+// switches; empty if none.
+std::vector<int> ShortestSwitchPath(const Graph& g, int from, int to) {
+  std::vector<int> parent(g.num_nodes(), -1);
+  std::deque<int> queue = {from};
+  parent[from] = from;
+  while (!queue.empty()) {
+    int u = queue.front();
+    queue.pop_front();
+    if (u == to) break;
+    if (u != from && !g.is_switch(u)) continue;
+    for (int a : g.out_arcs(u)) {
+      int v = g.arc(a).to;
+      if (parent[v] >= 0) continue;
+      parent[v] = u;
+      queue.push_back(v);
+    }
+  }
+  if (parent[to] < 0) return {};
+  std::vector<int> path = {to};
+  while (path.back() != from) path.push_back(parent[path.back()]);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+// The plan's aggregator path of switch `sw` toward `ps` (node indices, sw first): ending at the
+// PS, or at an INA switch with an aggregator path of its own toward the same PS (a chain's
+// parent). Empty when the plan has no usable path.
+std::vector<int> PlanUpstreamRoute(const Graph& g, const JobPlan& jp, const std::string& ps, int sw,
+                                   int ps_node) {
+  for (const AggregatorPlan& ap : jp.aggregator_paths) {
+    if (ap.ps != ps || ap.switch_id != g.name(sw)) continue;
+    std::vector<int> up = NodeIndices(g, ap.path);
+    if (up.size() < 2 || up.front() != sw) return {};
+    if (up.back() == ps_node) return up;
+    const int parent = up.back();
+    if (!g.is_switch(parent) || !g.ina_capable(parent)) return {};
+    for (const AggregatorPlan& other : jp.aggregator_paths) {
+      if (other.ps == ps && other.switch_id == g.name(parent)) return up;
+    }
+    return {};
+  }
+  return {};
+}
+
+// Where switch `sw`'s upstream packets of a (job, PS) go: `route` to the PS, and `parent`, the
+// switch that takes its aggregate as an input (-1: none). A chain is programmed when the plan's
+// path ends at a parent whose own path reaches the PS and the whole route visits no node twice
+// (one level: a parent re-aggregated elsewhere does not reach the PS itself); otherwise the
+// switch sends to the PS over the plan's path, or a shortest path (only with `with_route`).
+struct Upstream {
+  std::vector<int> route;
+  int parent = -1;
+};
+Upstream ResolveUpstream(const Graph& g, const JobPlan& jp, const std::string& ps, int sw,
+                         int ps_node, bool with_route) {
+  Upstream out;
+  std::vector<int> route = PlanUpstreamRoute(g, jp, ps, sw, ps_node);
+  const int parent = route.empty() ? -1 : route.back();
+  if (parent >= 0 && parent != ps_node) {
+    std::vector<int> rest = PlanUpstreamRoute(g, jp, ps, parent, ps_node);
+    if (!rest.empty() && rest.back() == ps_node) {
+      route.insert(route.end(), rest.begin() + 1, rest.end());
+      if (std::set<int>(route.begin(), route.end()).size() == route.size()) {
+        out.route = std::move(route);
+        out.parent = parent;
+        return out;
+      }
+    }
+    if (with_route) out.route = ShortestSwitchPath(g, sw, ps_node);
+    return out;
+  }
+  if (route.size() >= 2) {
+    out.route = std::move(route);
+  } else if (with_route) {
+    out.route = ShortestSwitchPath(g, sw, ps_node);
+  }
+  return out;
+}
+
+// A flow of a tag as DeriveSwitchIntents reads it: its node path (false when a node is unknown:
+// the flow is not derived) and its aggregation switch (-1 when it is not aggregated at one).
+bool DerivedFlow(const Graph& g, const FlowPlan& f, std::vector<int>* path, int* agg) {
+  *path = NodeIndices(g, f.path);
+  if (path->empty() || g.index(f.worker) < 0) return false;
+  *agg = g.index(f.aggregation_node);
+  if (*agg >= 0 && !g.is_switch(*agg)) *agg = -1;
+  return true;
+}
+
+// Chains (two-level aggregation) of one tag: starting from the switches in `inputs` (switch ->
+// its input nodes), adds every programmed parent with its child as an input, recursively (the
+// parent aggregates the tag even without workers), and, with `route_of`, each aggregating
+// switch's upstream route.
+void ResolveChains(const Graph& g, const JobPlan& jp, const std::string& ps, int ps_node,
+                   std::map<int, std::set<int>>* inputs,
+                   std::map<int, std::vector<int>>* route_of) {
+  std::vector<int> work;
+  for (const auto& [sw, in] : *inputs) work.push_back(sw);
+  std::set<int> seen(work.begin(), work.end());
+  while (!work.empty()) {
+    const int sw = work.back();
+    work.pop_back();
+    Upstream up = ResolveUpstream(g, jp, ps, sw, ps_node, route_of != nullptr);
+    if (up.parent >= 0) {
+      (*inputs)[up.parent].insert(sw);
+      if (seen.insert(up.parent).second) work.push_back(up.parent);
+    }
+    if (route_of != nullptr) (*route_of)[sw] = std::move(up.route);
+  }
+}
+
 class Deriver {
  public:
   Deriver(const Topology& topology) : topology_(topology), graph_(topology) {
@@ -158,7 +283,6 @@ class Deriver {
     for (const JobPlan* jp : jobs) {
       int ps_index = 0;
       for (const auto& [ps, share] : jp->ps_shares) {
-        (void)share;
         std::vector<const FlowPlan*> flows;
         for (const FlowPlan& f : jp->flows) {
           if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
@@ -167,7 +291,7 @@ class Deriver {
         for (ChunkRange& range : RangesOf(flows, MaxRangesPerShard(ps_count))) {
           work.push_back(TagWork{
               jp, ps, AggregationTag(jp->job_id, ps_index, range.index, jp->generation, ps_count),
-              std::move(range.flows)});
+              std::move(range.flows), share * (range.end - range.begin)});
         }
         ++ps_index;
       }
@@ -176,7 +300,7 @@ class Deriver {
       for (const RingRackPlan& rack : RingRacksOf(*jp)) {
         if (rack.index >= kMaxRingRacks || rack.flows.empty()) continue;
         work.push_back(TagWork{jp, rack.agent, RingRackTag(jp->job_id, rack.index, jp->generation),
-                               rack.flows});
+                               rack.flows, 1.0});
       }
     }
     std::sort(work.begin(), work.end(),
@@ -188,7 +312,10 @@ class Deriver {
       taken.insert(group);
       group_of_[w.tag] = group;
     }
-    for (const TagWork& w : work) AddTag(w);
+    for (const TagWork& w : work) {
+      weight_of_[w.tag] = w.weight;
+      AddTag(w);
+    }
     for (const JobPlan* jp : jobs) AddRingHops(*jp);
     AddHostPorts(plan);
     LayOutRegions();
@@ -214,6 +341,7 @@ class Deriver {
     std::string ps;
     uint32_t tag;
     std::vector<const FlowPlan*> flows;
+    double weight;  // JobTag::weight (ring racks: 1)
   };
 
   uint32_t Address(const std::string& id) {
@@ -247,41 +375,10 @@ class Deriver {
     return 0;
   }
 
-  // Node indices of `path`; empty when a node is unknown.
   std::vector<int> Indices(const std::vector<std::string>& path) {
-    std::vector<int> out;
-    for (const std::string& id : path) {
-      int v = graph_.index(id);
-      if (v < 0) return {};
-      out.push_back(v);
-    }
-    return out;
+    return NodeIndices(graph_, path);
   }
-
-  // A shortest path over up links from `from` to `to` (node indices); empty if none.
-  std::vector<int> ShortestPath(int from, int to) {
-    std::vector<int> parent(graph_.num_nodes(), -1);
-    std::deque<int> queue = {from};
-    parent[from] = from;
-    while (!queue.empty()) {
-      int u = queue.front();
-      queue.pop_front();
-      if (u == to) break;
-      // Only switches forward.
-      if (u != from && !graph_.is_switch(u)) continue;
-      for (int a : graph_.out_arcs(u)) {
-        int v = graph_.arc(a).to;
-        if (parent[v] >= 0) continue;
-        parent[v] = u;
-        queue.push_back(v);
-      }
-    }
-    if (parent[to] < 0) return {};
-    std::vector<int> path = {to};
-    while (path.back() != from) path.push_back(parent[path.back()]);
-    std::reverse(path.begin(), path.end());
-    return path;
-  }
+  std::vector<int> ShortestPath(int from, int to) { return ShortestSwitchPath(graph_, from, to); }
 
   // Unicast routes (tag, class, src -> dst) on the switches of `path` that forward (every node
   // but the last); `skip_first` leaves out the first node. Records the links in `tree_edges`.
@@ -306,67 +403,34 @@ class Deriver {
     const int ps_node = graph_.index(w.ps);
     if (ps_node < 0) return;
     const uint32_t ps_addr = Address(w.ps);
-    std::set<std::pair<int, int>> edges;  // undirected links the tag's traffic uses
-    std::map<int, std::set<std::pair<uint32_t, std::string>>> inputs_at;  // switch -> inputs
+    std::set<std::pair<int, int>> edges;     // undirected links the tag's traffic uses
+    std::map<int, std::set<int>> inputs_at;  // aggregating switch -> its input nodes
     std::set<int> workers;
     for (const FlowPlan* f : w.flows) {
-      std::vector<int> path = Indices(f->path);
+      std::vector<int> path;
+      int agg = -1;
+      if (!DerivedFlow(graph_, *f, &path, &agg)) continue;
       const int worker = graph_.index(f->worker);
-      if (path.empty() || worker < 0) continue;
       workers.insert(worker);
-      const int agg = graph_.index(f->aggregation_node);
       const uint32_t w_addr = Address(f->worker);
-      if (agg >= 0 && graph_.is_switch(agg)) {
-        // Raw chunks up to the aggregation switch, which consumes them (or sends them on as
-        // upstream packets).
-        inputs_at[agg].insert({w_addr, f->worker});
-        if (path.back() != agg) {
-          std::vector<int> rest = ShortestPath(path.back(), agg);
-          if (rest.size() > 1) path.insert(path.end(), rest.begin() + 1, rest.end());
-        }
-        AddRoutes(tag, jp.job_id, RouteClass::kRaw, w_addr, ps_addr, path, &edges);
-      } else {
-        // Not aggregated in the network: raw all the way to the PS.
-        if (path.back() != ps_node) {
-          std::vector<int> rest = ShortestPath(path.back(), ps_node);
-          if (rest.size() > 1) path.insert(path.end(), rest.begin() + 1, rest.end());
-        }
-        AddRoutes(tag, jp.job_id, RouteClass::kRaw, w_addr, ps_addr, path, &edges);
+      // Raw chunks up to the aggregation switch, which consumes them (or sends them on as
+      // upstream packets); not aggregated in the network: raw all the way to the PS.
+      const int to = agg >= 0 ? agg : ps_node;
+      if (agg >= 0) inputs_at[agg].insert(worker);
+      if (path.back() != to) {
+        std::vector<int> rest = ShortestPath(path.back(), to);
+        if (rest.size() > 1) path.insert(path.end(), rest.begin() + 1, rest.end());
       }
+      AddRoutes(tag, jp.job_id, RouteClass::kRaw, w_addr, ps_addr, path, &edges);
     }
     // Chains (two-level aggregation): a switch whose aggregator path ends at another INA switch
     // that has an aggregator path of its own toward the same PS is an input of that switch
-    // (RoutedStream::via), recursively; the parent aggregates the tag even without workers.
+    // (RoutedStream::via); the parent aggregates the tag even without workers.
     std::map<int, std::vector<int>> route_of;  // aggregating switch -> its route to the PS
-    {
-      std::vector<int> work;
-      for (const auto& [sw, inputs] : inputs_at) work.push_back(sw);
-      std::set<int> seen(work.begin(), work.end());
-      while (!work.empty()) {
-        const int sw = work.back();
-        work.pop_back();
-        std::vector<int> route = UpstreamRoute(jp, w.ps, sw, ps_node);
-        const int parent = route.empty() ? -1 : route.back();
-        if (parent >= 0 && parent != ps_node) {
-          // Through the parent: its own route on to the PS, loop-free, or no chain at all.
-          std::vector<int> rest = UpstreamRoute(jp, w.ps, parent, ps_node);
-          std::vector<int> whole = route;
-          if (!rest.empty() && rest.back() == ps_node)
-            whole.insert(whole.end(), rest.begin() + 1, rest.end());
-          std::set<int> nodes(whole.begin(), whole.end());
-          if (rest.empty() || rest.back() != ps_node || nodes.size() != whole.size()) {
-            route_of[sw] = ShortestPath(sw, ps_node);
-            continue;
-          }
-          route_of[sw] = whole;
-          inputs_at[parent].insert({Address(graph_.name(sw)), graph_.name(sw)});
-          if (seen.insert(parent).second) work.push_back(parent);
-        } else {
-          route_of[sw] = route.size() >= 2 ? route : ShortestPath(sw, ps_node);
-        }
-      }
-    }
-    for (const auto& [sw, inputs] : inputs_at) {
+    ResolveChains(graph_, jp, w.ps, ps_node, &inputs_at, &route_of);
+    for (const auto& [sw, input_nodes] : inputs_at) {
+      std::set<std::pair<uint32_t, std::string>> inputs;  // by address: the bitmap's order
+      for (int n : input_nodes) inputs.insert({Address(graph_.name(n)), graph_.name(n)});
       JobAggregationIntent ji;
       ji.tag = tag;
       ji.job_id = jp.job_id;
@@ -389,25 +453,6 @@ class Deriver {
       if (a != jp.aggregators.end()) job_aggregators_[{sw, jp.job_id}] = a->second;
     }
     AddResultTree(tag, jp.job_id, group, ps_node, ps_addr, workers, edges);
-  }
-
-  // The plan's aggregator path of switch `sw` toward `ps` (node indices, sw first): ending at the
-  // PS, or at an INA switch with an aggregator path of its own toward the same PS (a chain's
-  // parent). Empty when the plan has no usable path.
-  std::vector<int> UpstreamRoute(const JobPlan& jp, const std::string& ps, int sw, int ps_node) {
-    for (const AggregatorPlan& ap : jp.aggregator_paths) {
-      if (ap.ps != ps || ap.switch_id != graph_.name(sw)) continue;
-      std::vector<int> up = Indices(ap.path);
-      if (up.size() < 2 || up.front() != sw) return {};
-      if (up.back() == ps_node) return up;
-      const int parent = up.back();
-      if (!graph_.is_switch(parent) || !graph_.ina_capable(parent)) return {};
-      for (const AggregatorPlan& other : jp.aggregator_paths) {
-        if (other.ps == ps && other.switch_id == graph_.name(parent)) return up;
-      }
-      return {};
-    }
-    return {};
   }
 
   // Breadth-first tree from the PS over the links the tag's traffic uses; each worker's branch is
@@ -517,24 +562,27 @@ class Deriver {
     }
   }
 
-  // Splits each job's aggregators on a switch over its tags there and lays out windows in tag
-  // order; the region is the window (static pools) or the switch's whole pool (shared memory).
+  // Splits each job's aggregators on a switch over its tags there (SplitGrant, by the tags'
+  // weights) and lays out windows in tag order; the region is the window (static pools) or the
+  // switch's whole pool (shared memory).
   void LayOutRegions() {
     for (size_t u = 0; u < builders_.size(); ++u) {
-      std::map<JobId, int> shards;
-      for (auto& [tag, ji] : builders_[u].jobs) shards[ji.job_id]++;
-      std::map<JobId, int> seen;
+      std::map<JobId, std::vector<JobAggregationIntent*>> by_job;  // each in tag order
+      for (auto& [tag, ji] : builders_[u].jobs) by_job[ji.job_id].push_back(&ji);
+      for (auto& [job, tags] : by_job) {
+        auto it = job_aggregators_.find({static_cast<int>(u), job});
+        const int64_t total = it == job_aggregators_.end() ? 0 : it->second;
+        std::vector<double> weights;
+        for (const JobAggregationIntent* ji : tags) weights.push_back(weight_of_[ji->tag]);
+        const std::vector<int64_t> split = SplitGrant(total, weights);
+        for (size_t k = 0; k < tags.size(); ++k) tags[k]->window = static_cast<uint32_t>(split[k]);
+      }
       const int64_t pool =
           std::min<int64_t>(kAggregatorSlots, std::max<int64_t>(0, graph_.aggregators(u)));
       uint32_t base = 0;
       for (auto& [tag, ji] : builders_[u].jobs) {
-        auto it = job_aggregators_.find({static_cast<int>(u), ji.job_id});
-        int64_t total = it == job_aggregators_.end() ? 0 : it->second;
-        int n = shards[ji.job_id];
-        int k = seen[ji.job_id]++;
-        int64_t count = total / n + (k < total % n ? 1 : 0);
+        const uint32_t count = ji.window;
         ji.slot_offset = base;
-        ji.window = static_cast<uint32_t>(count);
         if (shared_) {
           ji.aggregator_base = 0;
           ji.aggregator_count = static_cast<uint32_t>(pool);
@@ -542,10 +590,10 @@ class Deriver {
           if (pool > 0) ji.slot_offset = static_cast<uint32_t>(base % pool);
         } else {
           ji.aggregator_base = base;
-          ji.aggregator_count = static_cast<uint32_t>(count);
+          ji.aggregator_count = count;
           ji.slot_offset = 0;
         }
-        base += static_cast<uint32_t>(count);
+        base += count;
       }
     }
   }
@@ -559,6 +607,7 @@ class Deriver {
   std::vector<std::pair<uint32_t, uint32_t>> implicit_ports_;  // per link: (a's, b's) position
   std::map<uint32_t, uint32_t> group_of_;
   std::map<std::pair<int, JobId>, int64_t> job_aggregators_;
+  std::map<uint32_t, double> weight_of_;  // tag -> its traffic weight
 };
 
 }  // namespace
@@ -573,6 +622,98 @@ std::vector<ChunkRange> ChunkRangesOf(const JobPlan& job, const std::string& ps)
     if (f.ps == ps && !f.path.empty()) flows.push_back(&f);
   }
   return RangesOf(flows, MaxRangesPerShard(static_cast<int>(job.ps_shares.size())));
+}
+
+std::vector<JobTag> JobTagsOf(const Graph& graph, const JobPlan& job) {
+  std::vector<JobTag> out;
+  const int ps_count = static_cast<int>(job.ps_shares.size());
+  int ps_index = -1;
+  for (const auto& [ps, share] : job.ps_shares) {
+    ++ps_index;
+    const int ps_node = graph.index(ps);
+    if (ps_node < 0) continue;
+    for (ChunkRange& range : ChunkRangesOf(job, ps)) {
+      std::map<int, std::set<int>> inputs;  // as Deriver::AddTag
+      for (const FlowPlan* f : range.flows) {
+        std::vector<int> path;
+        int agg = -1;
+        if (DerivedFlow(graph, *f, &path, &agg) && agg >= 0) {
+          inputs[agg].insert(graph.index(f->worker));
+        }
+      }
+      ResolveChains(graph, job, ps, ps_node, &inputs, nullptr);
+      JobTag t;
+      t.ps = ps;
+      t.tag = AggregationTag(job.job_id, ps_index, range.index, job.generation, ps_count);
+      t.weight = share * (range.end - range.begin);
+      for (const auto& [sw, in] : inputs) t.switches.push_back(graph.name(sw));
+      std::sort(t.switches.begin(), t.switches.end());
+      t.range = std::move(range);
+      out.push_back(std::move(t));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const JobTag& a, const JobTag& b) { return BaseTag(a.tag) < BaseTag(b.tag); });
+  return out;
+}
+
+std::vector<std::string> UpstreamRouteOf(const Graph& graph, const JobPlan& job,
+                                         const std::string& ps, const std::string& switch_id) {
+  const int sw = graph.index(switch_id);
+  const int ps_node = graph.index(ps);
+  if (sw < 0 || ps_node < 0) return {};
+  std::vector<std::string> out;
+  for (int v : ResolveUpstream(graph, job, ps, sw, ps_node, true).route) {
+    out.push_back(graph.name(v));
+  }
+  return out;
+}
+
+std::vector<int64_t> SplitGrant(int64_t grant, const std::vector<double>& weights) {
+  const size_t n = weights.size();
+  std::vector<int64_t> out(n, 0);
+  if (n == 0 || grant <= 0) return out;
+  std::vector<double> w(n);
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += w[i] = std::max(0.0, weights[i]);
+  if (!(total > 0)) {
+    std::fill(w.begin(), w.end(), 1.0);
+    total = static_cast<double>(n);
+  }
+  std::vector<double> remainder(n);
+  int64_t given = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double quota = static_cast<double>(grant) * w[i] / total;
+    out[i] = std::min<int64_t>(grant, static_cast<int64_t>(std::floor(quota)));
+    remainder[i] = quota - static_cast<double>(out[i]);
+    given += out[i];
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return remainder[a] > remainder[b]; });
+  for (size_t k = 0; given < grant; k = (k + 1) % n, ++given) ++out[order[k]];
+  while (given > grant) {  // rounding noise only
+    size_t most = 0;
+    for (size_t i = 1; i < n; ++i) most = out[i] > out[most] ? i : most;
+    --out[most];
+    --given;
+  }
+  if (grant < static_cast<int64_t>(n)) return out;
+  // Aggregators per unit of weight (a tag of weight 0 needs none: it gives first).
+  auto per_weight = [&](size_t k) {
+    return w[k] > 0 ? static_cast<double>(out[k]) / w[k] : std::numeric_limits<double>::infinity();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (out[i] > 0) continue;
+    size_t donor = n;  // exists: the n tags hold grant >= n aggregators, tag i none
+    for (size_t j = 0; j < n; ++j) {
+      if (out[j] >= 2 && (donor == n || per_weight(j) > per_weight(donor))) donor = j;
+    }
+    --out[donor];
+    ++out[i];
+  }
+  return out;
 }
 
 }  // namespace inac::core

@@ -143,6 +143,42 @@ struct ChunkRange {
 };
 std::vector<ChunkRange> ChunkRangesOf(const JobPlan& job, const std::string& ps);
 
+// One aggregation tag of a job as DeriveSwitchIntents programs it: a chunk range of a (job, PS)
+// shard (ChunkRangesOf), its tag, its traffic weight -- the part of each worker's stream it
+// carries, x_s * (end - begin) with x_s = JobPlan::ps_shares[ps] -- and the switches that hold an
+// `ina_job` entry for it: the aggregation switches of its flows and, through chains
+// (RoutedStream::via), the parents that re-aggregate their partial sums.
+struct JobTag {
+  std::string ps;
+  ChunkRange range;  // pointers into the job
+  uint32_t tag = 0;  // AggregationTag(job_id, ps_index, range.index, generation, PSs)
+  double weight = 0;
+  std::vector<std::string> switches;  // sorted by id
+};
+// Every tag of `job`'s parameter-server shards, in tag order (ring jobs: none). PSs and nodes
+// `graph` does not know are skipped as DeriveSwitchIntents skips them.
+std::vector<JobTag> JobTagsOf(const Graph& graph, const JobPlan& job);
+
+// The route DeriveSwitchIntents programs for what `switch_id` sends toward `ps` (its aggregates
+// and fallbacks), node ids from the switch to the PS: the plan's AggregatorPlan path; in a chain
+// (a path ending at a parent that re-aggregates it) that path on through the parent's own path to
+// the PS; a fewest-hop path over up links when the plan has none or the chain is not programmed
+// (the parent's path does not reach the PS, or the route would revisit a node). Empty when
+// nothing connects them.
+std::vector<std::string> UpstreamRouteOf(const Graph& graph, const JobPlan& job,
+                                         const std::string& ps, const std::string& switch_id);
+
+// The one rule for a job's aggregators on a switch (the data plane's windows, DeriveSwitchIntents,
+// and the flow model's memory cap, scheduler/model/flow_model.h): a grant of `grant` aggregators
+// is split over the job's tags there in proportion to their traffic weights (`weights`, in tag
+// order; JobTag::weight), since a tag carrying a fraction w of the traffic keeps that fraction of
+// the aggregators busy. Largest remainders: each tag gets floor(grant * w / sum w), the units left
+// go to the largest remainders, ties to the earlier tag. When grant >= the number of tags, every
+// tag gets at least 1 (a tag left at 0 takes one from the tag with the most aggregators per unit
+// of weight that has 2 or more, ties to the earlier tag). Negative weights count as 0; all weights
+// 0: an even split. Sum of the result = max(grant, 0).
+std::vector<int64_t> SplitGrant(int64_t grant, const std::vector<double>& weights);
+
 // The MAC address INAC gives a node (48 bits in a uint64): 02:00 (locally administered) followed
 // by its IPv4 address (NodeAddress). The data plane writes it as the destination of frames to a
 // host; the lab configures hosts with it.
@@ -263,8 +299,10 @@ inline constexpr uint32_t kMaxMulticastGroup = 32767;
 // without workers, and its upstream route runs through the parent on to the PS: one level of
 // chains, loop-free, or none); a result tree rooted at the PS
 // over the links those paths use (breadth-first, so loop-free, each switch replicating only toward
-// its children); `ina_host` entries for every host of a job in the plan. Aggregator regions per
-// switch in tag order: static pools of each tag's grant, or, with memory_policy "esa"/"atp", the
+// its children); `ina_host` entries for every host of a job in the plan. A tag's window on a switch
+// is its part of the job's grant there (JobPlan::aggregators) by SplitGrant over the job's tags on
+// that switch (PS tags weighted by JobTag::weight, ring racks equally). Aggregator regions per
+// switch in tag order: static pools of each tag's window, or, with memory_policy "esa"/"atp", the
 // switch's whole pool (aggregators, at most 32768) shared by all its tags with each tag's window
 // placed as the static layout would place it ("atp": priorities 0, so nothing preempts).
 // Ring jobs (JobPlan::ring, core/ring_intents.h): each abstract rack (core::RingRacksOf) is a tag

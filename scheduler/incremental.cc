@@ -155,9 +155,20 @@ absl::StatusOr<AdmissionOutput> AdmitJobs(const PlanRequest& request) {
       result.admitted.push_back(ring->id);
     }
   }
-  // Re-score in input order (EvaluatePlan needs every planned PS job in the input).
-  PlanningInput scored = all;
-  Rescore(scored, *mem, &out);
+  // Re-score in input order (EvaluatePlan needs every planned PS job in the input), with the
+  // hold time each grant was sized with; a plan the flow model refuses is an error (Internal,
+  // naming the job), never published with unscored rates.
+  {
+    core::Graph graph(all.topology);
+    auto evaluations = RescorePlan(
+        all,
+        [&](const core::JobPlan& jp, const std::string& sw) {
+          return GrantHoldUs(graph, jp, sw, *mem);
+        },
+        &out.plan);
+    if (!evaluations.ok()) return evaluations.status();
+    for (const JobEvaluation& e : *evaluations) out.reports[e.job_id].evaluation = e;
+  }
   FinishPlan(request, rings, &out);
   return result;
 }

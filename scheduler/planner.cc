@@ -101,30 +101,42 @@ absl::StatusOr<MemoryPlannerOptions> MemoryOptionsOf(const PlannerOptions& o) {
   return mem;
 }
 
-void Rescore(const PlanningInput& input, const MemoryPlannerOptions& mem, PlannerOutput* out) {
+namespace {
+
+// Rescore's work, with its failure as a status: ComputePlan returns it. The hold time of every
+// grant is the one it was sized with (one hold-time model: GrantHoldUs), not the route's round
+// trip. A plan the flow model cannot score after routing and memory is a planner defect
+// (Internal, naming the job): publishing it would print the routing's pre-memory rates.
+absl::Status RescoreGrants(const PlanningInput& input, const MemoryPlannerOptions& mem,
+                           PlannerOutput* out) {
   core::Graph graph(input.topology);
-  core::Plan ps_only;
-  std::vector<size_t> where;
-  for (size_t i = 0; i < out->plan.jobs.size(); ++i) {
-    if (!out->plan.jobs[i].ring.empty()) continue;
-    ps_only.jobs.push_back(out->plan.jobs[i]);
-    where.push_back(i);
-  }
-  // Re-score with the memory caps the allocation implies, with the hold time the grants were
-  // sized with (one hold-time model: GrantHoldUs), not the route's round trip.
-  auto evaluation =
-      EvaluatePlan(input, ps_only, [&](const core::JobPlan& jp, const std::string& sw) {
+  auto evaluations = RescorePlan(
+      input,
+      [&](const core::JobPlan& jp, const std::string& sw) {
         return GrantHoldUs(graph, jp, sw, mem);
-      });
-  if (!evaluation.ok()) return;
-  ApplyEvaluation(*evaluation, &ps_only);
-  for (size_t k = 0; k < where.size(); ++k) {
-    core::JobPlan& jp = out->plan.jobs[where[k]];
-    jp.rate_gbps = ps_only.jobs[k].rate_gbps;
-    jp.comm_ms = ps_only.jobs[k].comm_ms;
-    jp.iteration_ms = ps_only.jobs[k].iteration_ms;
+      },
+      &out->plan);
+  if (!evaluations.ok()) return evaluations.status();
+  for (const JobEvaluation& e : *evaluations) out->reports[e.job_id].evaluation = e;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// planner.h declares Rescore without a status; the planner's own steps (ComputePlan,
+// scheduler::AdmitJobs) call RescorePlan / RescoreGrants and fail on an unscorable plan. Here a
+// failure is at least not silent: every PS job is left at rate 0 with the error as its report's
+// bottleneck, never with the routing's unscored rates.
+void Rescore(const PlanningInput& input, const MemoryPlannerOptions& mem, PlannerOutput* out) {
+  if (absl::Status s = RescoreGrants(input, mem, out); !s.ok()) {
+    for (core::JobPlan& jp : out->plan.jobs) {
+      if (!jp.ring.empty()) continue;
+      jp.rate_gbps = 0;
+      out->reports[jp.job_id].evaluation.job_id = jp.job_id;
+      out->reports[jp.job_id].evaluation.rate_gbps = 0;
+      out->reports[jp.job_id].evaluation.bottleneck = std::string(s.message());
+    }
   }
-  for (const JobEvaluation& e : evaluation->jobs) out->reports[e.job_id].evaluation = e;
 }
 
 void FinishPlan(const PlanRequest& request, const std::vector<const core::Job*>& rings,
@@ -323,7 +335,7 @@ absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
     if (absl::Status s = AssignAggregators(graph, states, request.previous, *mem, &plan); !s.ok()) {
       return s;
     }
-    Rescore(input, *mem, &out);
+    if (absl::Status s = RescoreGrants(input, *mem, &out); !s.ok()) return s;
     // InGo: batch sizes chosen jointly under the routing (scheduler/batch/batch_planner.h).
     if (absl::Status s = ChoosePlannerBatchSizes(request, input, *mem, &out); !s.ok()) return s;
   }

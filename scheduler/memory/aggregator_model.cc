@@ -120,10 +120,15 @@ AggregationTiming TimingAt(const core::Graph& graph, const core::JobPlan& job,
     timing.spread_us += stats.mean_range_us;
     timing.remaining_at_preemption = stats.remaining_at_preemption;
   }
+  // The aggregator is freed when the PS's result comes back through the switch: the round trip
+  // runs over the route the data plane programs, which for a chain child goes on through its
+  // parent to the PS (core::UpstreamRouteOf), not just to the parent.
   double one_way = -1;
   for (const core::AggregatorPlan& agg : job.aggregator_paths) {
     if (agg.switch_id != switch_id) continue;
-    one_way = std::max(one_way, PathLatencyUs(graph, agg.path, options));
+    std::vector<std::string> route = core::UpstreamRouteOf(graph, job, agg.ps, switch_id);
+    one_way =
+        std::max(one_way, PathLatencyUs(graph, route.size() >= 2 ? route : agg.path, options));
   }
   if (one_way < 0) one_way = options.default_link_latency_us;
   timing.ps_rtt_us = 2 * one_way + options.host_turnaround_us;

@@ -116,8 +116,11 @@ double PathLatencyUs(const core::Graph& graph, const std::vector<std::string>& p
 
 // The timing of `job` at `switch_id`: spread = options.arrival_spread_us plus the expected
 // straggler range of the fragments a chunk has there (n = distinct workers of the flows
-// aggregated at `switch_id`, at least 1; SampleChunkArrivals); ps_rtt from the job's aggregator
-// path from that switch to its PS (the longest one when the switch serves several PSs) plus the
+// aggregated at `switch_id`, at least 1; SampleChunkArrivals); ps_rtt = twice the latency of the
+// route the data plane programs from that switch to its PS (core::UpstreamRouteOf: the
+// aggregator path, and for a chain child -- a path ending at a parent that re-aggregates it --
+// on through the parent to the PS, since ATP and SwitchML free an aggregator only when the PS's
+// result comes back through it; the longest one when the switch serves several PSs) plus the
 // host turnaround. A switch without an aggregator path (a plan that does not state one) gets
 // the default latency per hop of a one-hop path.
 AggregationTiming TimingAt(const core::Graph& graph, const core::JobPlan& job,

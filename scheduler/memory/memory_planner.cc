@@ -81,19 +81,60 @@ std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const cor
   return {switches.begin(), switches.end()};
 }
 
-void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::JobPlan* job) {
-  for (core::FlowPlan& flow : job->flows) {
-    if (flow.aggregation_node != switch_id) continue;
-    std::vector<std::string> tail;
-    for (const core::AggregatorPlan& agg : job->aggregator_paths) {
-      if (agg.switch_id == switch_id && agg.ps == flow.ps) {
-        tail = agg.path;
+namespace {
+
+// The plan's path from `switch_id` to `ps`: its aggregator path toward `ps` and, while that ends
+// at a parent that re-aggregates it (a chain), on through the parent's own path, until the PS.
+// Empty when the switch has no aggregator path or the chain does not reach the PS.
+std::vector<std::string> PathToPs(const core::JobPlan& job, const std::string& switch_id,
+                                  const std::string& ps) {
+  std::vector<std::string> path;
+  std::string at = switch_id;
+  for (size_t hop = 0; hop <= job.aggregator_paths.size(); ++hop) {
+    const core::AggregatorPlan* next = nullptr;
+    for (const core::AggregatorPlan& agg : job.aggregator_paths) {
+      if (agg.switch_id == at && agg.ps == ps && agg.path.size() >= 2 && agg.path.front() == at) {
+        next = &agg;
         break;
       }
     }
+    if (next == nullptr) return {};
+    path.insert(path.end(), path.empty() ? next->path.begin() : next->path.begin() + 1,
+                next->path.end());
+    if (path.back() == ps) return path;
+    at = path.back();
+  }
+  return {};  // a cycle of aggregator paths
+}
+
+// `walk` with its cycles cut out (a node visited twice: everything between the two visits
+// dropped), so a re-pointed flow never loops; consecutive nodes stay adjacent.
+void CutCycles(std::vector<std::string>* walk) {
+  std::vector<std::string> out;
+  std::unordered_map<std::string, size_t> at;
+  for (const std::string& node : *walk) {
+    auto it = at.find(node);
+    if (it != at.end()) {
+      for (size_t k = it->second + 1; k < out.size(); ++k) at.erase(out[k]);
+      out.resize(it->second + 1);
+      continue;
+    }
+    at[node] = out.size();
+    out.push_back(node);
+  }
+  *walk = std::move(out);
+}
+
+}  // namespace
+
+void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::JobPlan* job) {
+  for (core::FlowPlan& flow : job->flows) {
+    if (flow.aggregation_node != switch_id) continue;
+    std::vector<std::string> tail = PathToPs(*job, switch_id, flow.ps);
     if (tail.empty()) tail = FewestHopPath(graph, switch_id, flow.ps);
     if (flow.path.empty() || flow.path.back() != switch_id) flow.path.push_back(switch_id);
     flow.path.insert(flow.path.end(), tail.empty() ? tail.end() : tail.begin() + 1, tail.end());
+    CutCycles(&flow.path);
     flow.aggregation_node = flow.ps;
   }
   for (const core::AggregatorPlan& own : job->aggregator_paths) {
@@ -104,6 +145,7 @@ void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::
         continue;
       }
       child.path.insert(child.path.end(), own.path.begin() + 1, own.path.end());
+      CutCycles(&child.path);
     }
   }
   std::erase_if(job->aggregator_paths,
@@ -208,6 +250,7 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
   struct Claim {
     size_t job_index;
     MemoryDemand demand;
+    int64_t tags;  // the job's tags on the switch: a smaller grant leaves one without a window
   };
   std::map<std::string, std::vector<Claim>> claims;
   for (size_t i = 0; i < plan->jobs.size(); ++i) {
@@ -220,20 +263,31 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
     jp.aggregators.clear();
     const double line_rate = WorkerLineRateGbps(graph, state.workers);
     const core::JobPlan* before = previous != nullptr ? previous->FindJob(jp.job_id) : nullptr;
+    // The job's tags on each switch, as the data plane programs them, and the part of each
+    // worker's stream they carry there (sum of x_s * range length).
+    std::map<std::string, std::pair<int64_t, double>> tags_at;
+    for (const core::JobTag& tag : core::JobTagsOf(graph, jp)) {
+      for (const std::string& sw : tag.switches) {
+        ++tags_at[sw].first;
+        tags_at[sw].second += tag.weight;
+      }
+    }
     for (const std::string& sw : AggregatingSwitches(graph, jp)) {
       const int node = graph.index(sw);
       const int bytes = graph.topology().switches[node].ina.aggregator_bytes;
       const double hold = GrantHoldUs(graph, jp, sw, options);
-      MemoryDemand demand{.job_id = jp.job_id,
-                          .window = WindowAggregators(line_rate, hold, bytes),
-                          .priority = jp.priority,
-                          .admission = state.admission,
-                          .held = 0};
+      const auto [tags, traffic] = tags_at[sw];
+      MemoryDemand demand{
+          .job_id = jp.job_id,
+          .window = std::max(tags, WindowAggregators(line_rate * traffic, hold, bytes)),
+          .priority = jp.priority,
+          .admission = state.admission,
+          .held = 0};
       if (before != nullptr) {
         auto it = before->aggregators.find(sw);
         if (it != before->aggregators.end()) demand.held = it->second;
       }
-      claims[sw].push_back(Claim{i, demand});
+      claims[sw].push_back(Claim{i, demand, tags});
     }
   }
   for (auto& [sw, list] : claims) {
@@ -244,7 +298,7 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
         allocator->Allocate(graph.aggregators(graph.index(sw)), demands);
     for (size_t k = 0; k < list.size(); ++k) {
       core::JobPlan& jp = plan->jobs[list[k].job_index];
-      if (grants[k] > 0) {
+      if (grants[k] > 0 && grants[k] >= list[k].tags) {
         jp.aggregators[sw] = grants[k];
       } else if (options.fall_back_without_memory) {
         FallBackToPs(graph, sw, &jp);

@@ -2,14 +2,18 @@
 // the planner form of a memory policy (scheduler/memory/allocator.h; ALGORITHMS.md section 3).
 // The planner calls it after routing; the flow evaluator's memory cap then uses the aggregators.
 //
-// For every job and every INA switch where the job's plan aggregates (a FlowPlan's
-// aggregation_node or an AggregatorPlan's switch_id), the job's window there is
-//   W_j = WindowAggregators(line rate of its workers, HoldTimeUs(policy, TimingAt(...)))
-// and the policy's allocator divides the switch's A_v among the jobs. With
-// `fall_back_without_memory`, a job granted no aggregator on a switch falls back to its PS there:
-// its flows aggregated at that switch are re-pointed to the PS (path extended by the switch's
-// aggregator path) and that aggregator path is removed, so the plan no longer counts on memory
-// it does not have (its PS link then carries the unaggregated streams).
+// For every job and every INA switch v where the job's plan aggregates (a FlowPlan's
+// aggregation_node or an AggregatorPlan's switch_id), the job's window there is sized for the
+// traffic of its tags on v (core::JobTagsOf: the chunk ranges the data plane aggregates there,
+// chain parents included):
+//   W_j = max(T, WindowAggregators(line rate of its workers x sum over those tags of
+//             x_s * (range end - begin), HoldTimeUs(policy, TimingAt(...))))
+// with T the number of those tags (each tag needs one aggregator; the grant is split over them by
+// core::SplitGrant, in proportion to the same weights), and the policy's allocator divides the
+// switch's A_v among the jobs. A grant below T is no grant: some tag would have no window. With
+// `fall_back_without_memory`, a job granted no aggregator on a switch falls back to its PS there
+// (FallBackToPs), so the plan no longer counts on memory it does not have (its PS link then
+// carries the unaggregated streams); without it the job simply gets no entry there.
 //
 // Pure and deterministic: jobs ranked by (priority desc, id asc) for esa; (admission, id) for
 // switchml. O(S * J log J).
@@ -93,10 +97,13 @@ bool RefreshPriorities(const std::vector<MemoryJobState>& jobs, const PriorityFu
 // The INA switches where `job` aggregates, sorted, unique.
 std::vector<std::string> AggregatingSwitches(const core::Graph& graph, const core::JobPlan& job);
 
-// Re-points every flow of `job` aggregated at `switch_id` to its PS (path extended with the
-// switch's aggregator path toward that PS, or a fewest-hop path over up links when the plan has
-// none) and drops the switch's aggregator paths; streams it re-aggregated (aggregator paths of
-// other switches ending at it, for the same PS) continue along its path instead.
+// Re-points every flow of `job` aggregated at `switch_id` to its PS and drops the switch's
+// aggregator paths; streams it re-aggregated (aggregator paths of other switches ending at it,
+// for the same PS) continue along its path instead. A re-pointed flow's path runs on to the PS:
+// along the switch's aggregator path and, when that ends at a parent that re-aggregates it (a
+// chain child), on through the parent's own path (and its parent's) to the PS; a fewest-hop path
+// over up links when the plan has none or the chain does not reach the PS. A node the path would
+// visit twice cuts the loop out (so does an extended stream).
 void FallBackToPs(const core::Graph& graph, const std::string& switch_id, core::JobPlan* job);
 
 }  // namespace inac::scheduler

@@ -31,6 +31,38 @@ double TransferMs(int64_t bytes, double gbps) {
   return static_cast<double>(bytes) * 8.0 / (gbps * 1e6);
 }
 
+// The routes of `job` as a core::JobPlan: id, shares, flows (in order) and aggregator paths.
+core::JobPlan RoutesOf(const Network& network, const RoutedJob& job) {
+  const core::Graph& g = network.graph();
+  core::JobPlan p;
+  if (job.job >= 0 && job.job < static_cast<int>(network.input().jobs.size())) {
+    p.job_id = network.input().jobs[job.job].id;
+  }
+  for (const auto& [ps, x] : job.shares) p.ps_shares[g.name(ps)] += x;
+  auto names = [&](int start, const std::vector<int>& arcs) {
+    std::vector<std::string> path{g.name(start)};
+    for (int a : arcs) path.push_back(g.name(g.arc(a).to));
+    return path;
+  };
+  for (const RoutedFlow& f : job.flows) {
+    core::FlowPlan fp;
+    fp.worker = g.name(f.worker);
+    fp.ps = g.name(f.ps);
+    fp.aggregation_node = g.name(f.agg);
+    fp.path = names(f.worker, f.arcs);
+    fp.fraction = f.fraction;
+    p.flows.push_back(std::move(fp));
+  }
+  for (const RoutedStream& st : job.streams) {
+    core::AggregatorPlan ap;
+    ap.switch_id = g.name(st.sw);
+    ap.ps = g.name(st.ps);
+    ap.path = names(st.sw, st.arcs);
+    p.aggregator_paths.push_back(std::move(ap));
+  }
+  return p;
+}
+
 }  // namespace
 
 JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
@@ -122,12 +154,10 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
     }
     stream_fraction[key] = std::max(stream_fraction[key], std::min(1.0, total));
   }
-  std::map<int, double> memory_coef;
   for (const RoutedStream& st : job.streams) {
     auto it = stream_fraction.find({st.sw, st.ps});
     if (it == stream_fraction.end()) continue;  // nobody aggregates there: unused path
     double c = share_of(st.ps) * it->second;
-    memory_coef[st.sw] += c;
     if (st.via >= 0) {
       Add(up, network.NodeResource(st.via), c);  // one more input of the re-aggregating switch
     }
@@ -147,18 +177,29 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
   usage.down = ToVector(down);
   usage.rtt_us = 2 * max_route_us;
   if (!job.aggregators.empty()) {
-    for (const auto& [sw, coef] : memory_coef) {
+    // Per tag, as the data plane holds it: the job's tags on each switch (core::JobTagsOf, the
+    // derivation's own rule) share its grant there by core::SplitGrant; tag t of weight
+    // w = x_s * (range length) with a aggregators sustains λ · w ≤ a · B · 8 / hold.
+    std::map<int, std::vector<double>> weights_at;  // switch -> its tags' weights, tag order
+    for (const core::JobTag& tag : core::JobTagsOf(g, RoutesOf(network, job))) {
+      for (const std::string& id : tag.switches) weights_at[g.index(id)].push_back(tag.weight);
+    }
+    for (const auto& [sw, weights] : weights_at) {
       auto it = job.aggregators.find(sw);
-      if (it == job.aggregators.end() || coef <= 0) continue;
+      if (it == job.aggregators.end()) continue;
       auto hold_it = job.hold_us.find(sw);
       const double hold = hold_it != job.hold_us.end() ? hold_it->second : usage.rtt_us;
       if (hold <= 0) continue;
-      int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
-      double cap = static_cast<double>(it->second) * bytes * 8.0 / (hold * 1e3);
-      double limit = cap / coef;
-      if (limit < usage.memory_limit_gbps) {
-        usage.memory_limit_gbps = limit;
-        usage.memory_switch = sw;
+      const int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
+      const std::vector<int64_t> windows = core::SplitGrant(it->second, weights);
+      for (size_t t = 0; t < weights.size(); ++t) {
+        if (!(weights[t] > 0)) continue;
+        const double cap = static_cast<double>(windows[t]) * bytes * 8.0 / (hold * 1e3);
+        const double limit = cap / weights[t];
+        if (limit < usage.memory_limit_gbps) {
+          usage.memory_limit_gbps = limit;
+          usage.memory_switch = sw;
+        }
       }
     }
   }
@@ -361,11 +402,13 @@ FairShare MaxMinFairRates(const std::vector<double>& capacity,
       if (!frozen[f]) out.rates[f] += delta;
     }
     for (int r : touched) {
+      const double before = remaining[r];
       remaining[r] -= delta * sum[r];
-      if (remaining[r] <= kRelTol * std::max(1.0, capacity[r]) || r == argmin) {
-        if (r == argmin && delta * sum[r] >= remaining[r] - 1e-12) remaining[r] = 0;
-        if (remaining[r] <= kRelTol * std::max(1.0, capacity[r])) saturated[r] = 1;
-      }
+      // The resource that set the step is full (no rounding residue left). Compared with what
+      // is left *before* the step: a step set by a private limit leaves the tightest resource
+      // part-full, and it must not freeze the flows crossing it.
+      if (r == argmin && delta * sum[r] >= before - 1e-12) remaining[r] = 0;
+      if (remaining[r] <= kRelTol * std::max(1.0, capacity[r])) saturated[r] = 1;
     }
     int froze = 0;
     for (int f = 0; f < n; ++f) {
@@ -600,30 +643,7 @@ absl::StatusOr<RoutedJob> FlowEvaluator::FromJobPlan(const core::JobPlan& plan) 
 core::JobPlan FlowEvaluator::ToJobPlan(const RoutedJob& job) const {
   const core::Graph& g = network_->graph();
   const JobInput& in = network_->input().jobs[job.job];
-  core::JobPlan p;
-  p.job_id = in.id;
-  for (const auto& [ps, x] : job.shares) p.ps_shares[g.name(ps)] += x;
-  auto names = [&](int start, const std::vector<int>& arcs) {
-    std::vector<std::string> path{g.name(start)};
-    for (int a : arcs) path.push_back(g.name(g.arc(a).to));
-    return path;
-  };
-  for (const RoutedFlow& f : job.flows) {
-    core::FlowPlan fp;
-    fp.worker = g.name(f.worker);
-    fp.ps = g.name(f.ps);
-    fp.aggregation_node = g.name(f.agg);
-    fp.path = names(f.worker, f.arcs);
-    fp.fraction = f.fraction;
-    p.flows.push_back(std::move(fp));
-  }
-  for (const RoutedStream& st : job.streams) {
-    core::AggregatorPlan ap;
-    ap.switch_id = g.name(st.sw);
-    ap.ps = g.name(st.ps);
-    ap.path = names(st.sw, st.arcs);
-    p.aggregator_paths.push_back(std::move(ap));
-  }
+  core::JobPlan p = RoutesOf(*network_, job);
   for (const auto& [sw, n] : job.aggregators) p.aggregators[g.name(sw)] = n;
   p.batch_size = job.batch_size > 0 ? job.batch_size : in.spec.batch_size;
   p.priority = in.spec.priority;
@@ -651,6 +671,42 @@ absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::
     jobs.push_back(*std::move(job));
   }
   return evaluator.Evaluate(jobs);
+}
+
+absl::StatusOr<std::vector<JobEvaluation>> RescorePlan(const PlanningInput& input,
+                                                       const HoldTimeFunction& hold_us,
+                                                       core::Plan* plan) {
+  auto net = Network::Create(input);
+  if (!net.ok()) {
+    return absl::InternalError(
+        absl::StrCat("re-scoring the plan: its network cannot be built: ", net.status().message()));
+  }
+  FlowEvaluator evaluator(**net);
+  std::vector<core::JobPlan*> scored;
+  std::vector<RoutedJob> jobs;
+  for (core::JobPlan& jp : plan->jobs) {
+    if (!jp.ring.empty()) continue;
+    auto job = evaluator.FromJobPlan(jp);
+    if (!job.ok()) {
+      return absl::InternalError(
+          absl::StrCat("re-scoring planned job ", jp.job_id,
+                       ": the flow model refuses it: ", job.status().message()));
+    }
+    if (hold_us) {
+      for (const auto& [sw, n] : job->aggregators) {
+        job->hold_us[sw] = hold_us(jp, (*net)->graph().name(sw));
+      }
+    }
+    scored.push_back(&jp);
+    jobs.push_back(*std::move(job));
+  }
+  Evaluation evaluation = evaluator.Evaluate(jobs);
+  for (size_t k = 0; k < scored.size(); ++k) {
+    scored[k]->rate_gbps = evaluation.jobs[k].rate_gbps;
+    scored[k]->comm_ms = evaluation.jobs[k].comm_ms;
+    scored[k]->iteration_ms = evaluation.jobs[k].iteration_ms;
+  }
+  return std::move(evaluation.jobs);
 }
 
 void ApplyEvaluation(const Evaluation& evaluation, core::Plan* plan) {

@@ -14,14 +14,20 @@
 //     switch u is aggregated again at u instead of reaching the PS: it charges its arcs (sw -> u)
 //     and u's processing (one input, x_s · its size), not the PS; u's own stream is at least as
 //     large as each stream it re-aggregates, and continues toward the PS (or a further via).
-//   - memory: with a_{j,v} aggregators of B bytes granted on switch v, λ · (stream fraction at v)
-//     ≤ a_{j,v} · B · 8 / hold_{j,v}: hold_{j,v} is RoutedJob::hold_us[v] when set -- the planner
+//   - memory, per aggregation tag as the data plane holds it: the job's tags on switch v are
+//     those core::JobTagsOf finds there (DeriveSwitchIntents' own rule: the chunk ranges of flows
+//     aggregated at v and of streams re-aggregated at v, cut at every worker's cut points per
+//     PS), and its grant a_{j,v} of aggregators of B bytes is split over them by core::SplitGrant
+//     (in proportion to their weights w_t = x_s · range length), as the switch's windows are; so
+//     λ ≤ min over those tags of a_t · B · 8 / (hold_{j,v} · 1e3) / w_t, with a_t the tag's
+//     window. hold_{j,v} is RoutedJob::hold_us[v] when set -- the planner
 //     sets it from the memory model (HoldTimeUs in scheduler/memory/aggregator_model.h, the
 //     same hold the grant was sized with) -- and otherwise RTT_j = 2 × the largest sum of link
 //     latencies along a route worker -> aggregation node -> PS
 //     (PlanningOptions::default_link_latency_us where unset).
 //     A job whose JobPlan::aggregators is empty is uncapped (plans that do not allocate memory);
-//     otherwise a switch without an entry is uncapped and an entry of 0 caps the job at rate 0.
+//     otherwise a switch without an entry (or holding none of the job's tags) is uncapped and an
+//     entry of 0 caps the job at rate 0.
 // The result goes back down a multicast tree per PS: the union of the reversed arcs of the job's
 // routes toward that PS, each arc carrying the PS's share once (rate μ_j).
 //
@@ -198,6 +204,16 @@ using HoldTimeFunction =
     std::function<double(const core::JobPlan& job, const std::string& switch_id)>;
 absl::StatusOr<Evaluation> EvaluatePlan(const PlanningInput& input, const core::Plan& plan,
                                         const HoldTimeFunction& hold_us);
+
+// Re-scores every parameter-server JobPlan of `plan` (ring jobs are left alone) with the memory
+// caps of its grants, hold times from `hold_us` (nullptr: RTT_j), writes rate_gbps, comm_ms and
+// iteration_ms into those JobPlans and returns their evaluations in plan order. A plan the flow
+// model refuses (FromJobPlan) is a defect of whoever built it, and a plan must never be published
+// with rates that were not scored: Internal, naming the job and the evaluator's message (the plan
+// is then left unchanged). Errors of Network::Create are Internal too.
+absl::StatusOr<std::vector<JobEvaluation>> RescorePlan(const PlanningInput& input,
+                                                       const HoldTimeFunction& hold_us,
+                                                       core::Plan* plan);
 
 // Writes rate_gbps, comm_ms and iteration_ms of `evaluation` into the JobPlans of `plan` (same
 // order).
