@@ -43,6 +43,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/generators.h"
+#include "core/intent_evaluation.h"
+#include "scheduler/planner.h"
+#include "scheduler/routing/bounds.h"
 #include "scheduler/model/flow_model.h"
 #include "scheduler/model/network.h"
 #include "scheduler/model/paths.h"
@@ -211,6 +214,191 @@ struct Stats {
   }
 };
 
+// --- plans: what the planner prints against what the deployed intents sustain, and the valid
+// bounds (scheduler/routing/bounds.h). Every plan goes through scheduler::ComputePlan (routing,
+// memory grants, re-scoring, switch intents) with the controller's defaults except the algorithm
+// and memory policy; `sustained` is core::EvaluateIntents on the derived intents, an evaluator
+// independent of the planner's flow model. ---
+
+struct Planned {
+  std::vector<double> printed, sustained;
+  double cpu_ms = 0;
+  bool ok = false;
+};
+
+Planned PlanAndCheck(const inac::core::Topology& t, const std::vector<JobInput>& jobs,
+                     const std::string& algorithm, const std::string& policy) {
+  inac::scheduler::PlanRequest req;
+  req.topology = &t;
+  for (const JobInput& j : jobs) {
+    inac::core::Job job;
+    job.id = j.id;
+    job.spec = j.spec;
+    req.jobs.push_back(job);
+  }
+  req.options.algorithm = algorithm;
+  req.options.memory_policy = policy;
+  const std::clock_t cpu_start = std::clock();
+  auto out = inac::scheduler::ComputePlan(req);
+  Planned p;
+  p.cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  if (!out.ok()) {
+    std::fprintf(stderr, "%s/%s: %s\n", algorithm.c_str(), policy.c_str(),
+                 std::string(out.status().message()).c_str());
+    return p;
+  }
+  auto ev = inac::core::EvaluateIntents(t, out->plan, out->intents);
+  if (!ev.ok()) {
+    std::fprintf(stderr, "%s/%s: evaluate: %s\n", algorithm.c_str(), policy.c_str(),
+                 std::string(ev.status().message()).c_str());
+    return p;
+  }
+  for (const auto& jp : out->plan.jobs) p.printed.push_back(jp.rate_gbps);
+  for (const auto& r : *ev) p.sustained.push_back(r.rate_gbps);
+  p.ok = p.printed.size() == p.sustained.size();
+  return p;
+}
+
+double MinOf(const std::vector<double>& v) {
+  double m = INFINITY;
+  for (double x : v) m = std::min(m, x);
+  return v.empty() ? 0 : m;
+}
+double MeanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+// The rate a plan delivers: what the intents sustain, never more than printed.
+std::vector<double> Delivered(const Planned& p) {
+  std::vector<double> d;
+  for (size_t i = 0; i < p.printed.size(); ++i) d.push_back(std::min(p.printed[i], p.sustained[i]));
+  return d;
+}
+bool PrintedHolds(const Planned& p) {
+  for (size_t i = 0; i < p.printed.size(); ++i) {
+    if (p.printed[i] > p.sustained[i] * (1 + 1e-6) + 1e-9) return false;
+  }
+  return true;
+}
+
+void PlansScenario(bool quick) {
+  const std::string kDefault = inac::scheduler::PlannerOptions{}.algorithm;
+  const std::vector<std::string> algos = {"no_ina", "switchml", "atp", "grid", "grid-split",
+                                          "trees"};
+  const int seeds = quick ? 1 : 3;
+  std::printf("%s\n",
+              Json({{"bench", "routing"},
+                    {"scenario", "plans_legend"},
+                    {"default", kDefault},
+                    {"rate", "printed by the planner (ComputePlan, esa memory, controller defaults)"},
+                    {"sustained", "core::EvaluateIntents on the plan's switch intents"},
+                    {"single_level_bound", "SingleLevelBound: every single-level plan ina.p4 runs"},
+                    {"chained_bound", "ChainedBound: every plan, chains included"},
+                    {"default_share", "the default's delivered rate / the best any algorithm "
+                                      "delivered on the instance (min over the seeds)"}})
+                  .dump()
+                  .c_str());
+  for (const char* placement : {"tor", "random:0.2"}) {
+    for (int workers : {40, 70, 100}) {
+      std::map<std::string, std::vector<double>> rate, cpu;
+      std::map<std::string, int> holds;
+      std::vector<double> single, chained, share;
+      for (int seed = 1; seed <= seeds; ++seed) {
+        auto t = FatTree(8, 6, seed, *inac::core::ParseInaPlacement(placement), 100, 100, 3200);
+        PlanningInput in = Instance(t, seed, workers, 1, 100);
+        double best = 0, def = 0;
+        for (const std::string& a : algos) {
+          Planned p = PlanAndCheck(in.topology, in.jobs, a, "esa");
+          if (!p.ok) continue;
+          const double d = Delivered(p)[0];
+          rate[a].push_back(p.printed[0]);
+          cpu[a].push_back(p.cpu_ms);
+          holds[a] += PrintedHolds(p);
+          best = std::max(best, d);
+          if (a == kDefault) def = d;
+        }
+        share.push_back(best > 0 ? def / best : 0);
+        auto net = inac::scheduler::Network::Create(in);
+        if (net.ok()) {
+          auto sb = inac::scheduler::SingleLevelBound(**net, 0);
+          auto cb = inac::scheduler::ChainedBound(**net, 0);
+          single.push_back(sb.ok() ? sb->gbps : -1);
+          chained.push_back(cb.ok() ? cb->gbps : -1);
+        }
+      }
+      Json line = {{"bench", "routing"}, {"scenario", "plans"}, {"setting", placement},
+                   {"workers", workers}, {"seeds", seeds}};
+      for (const std::string& a : algos) {
+        line[a] = {{"rate_gbps", Round3(MeanOf(rate[a]))},
+                   {"solve_cpu_ms", Round3(MeanOf(cpu[a]))},
+                   {"printed_holds_seeds", holds[a]}};
+      }
+      line["single_level_bound_gbps"] = Round3(MeanOf(single));
+      line["chained_bound_gbps"] = Round3(MeanOf(chained));
+      line["default_share_min"] = Round3(MinOf(share));
+      line["default_share_mean"] = Round3(MeanOf(share));
+      std::printf("%s\n", line.dump().c_str());
+      std::fflush(stdout);
+    }
+  }
+  // Multi-job mixes on GRID's fabric (fat-tree k=8, 6 hosts per edge switch, ToR INA,
+  // processing 100..3200 Gbps, seed 1): 20 jobs of 4..12 workers (20,000 aggregators per switch)
+  // and 6 jobs of 16 workers with 150 aggregators per switch; one PS each, hosts distinct.
+  struct Mix {
+    const char* name;
+    int jobs, lo, hi;
+    int64_t aggregators;
+  };
+  for (const Mix& mix : {Mix{"20x4-12", 20, 4, 12, 20000}, Mix{"6x16_agg150", 6, 16, 16, 150}}) {
+    inac::core::GeneratorOptions o;
+    o.seed = 1;
+    o.ina = *inac::core::ParseInaPlacement("tor");
+    o.link_gbps = 100;
+    o.processing_gbps_lo = 100;
+    o.processing_gbps_hi = 3200;
+    o.aggregators = mix.aggregators;
+    auto t = inac::core::GenerateFatTree(8, o, 6);
+    std::mt19937_64 rng(7);
+    std::vector<std::string> hosts;
+    for (const auto& h : t->hosts) hosts.push_back(h.id);
+    std::shuffle(hosts.begin(), hosts.end(), rng);
+    std::vector<JobInput> jobs;
+    size_t at = 0;
+    for (int j = 1; j <= mix.jobs; ++j) {
+      const int w = std::uniform_int_distribution<int>(mix.lo, mix.hi)(rng);
+      std::vector<std::string> ws(hosts.begin() + at, hosts.begin() + at + w);
+      at += w;
+      jobs.push_back(JobInput{j, inac::fixtures::PsJobSpec("mix", ws, {hosts[at++]},
+                                                           {.iterations = 100})});
+    }
+    for (const char* policy : {"esa", "atp", "switchml"}) {
+      Json line = {{"bench", "routing"}, {"scenario", "plans_mix"}, {"mix", mix.name},
+                   {"memory_policy", policy}};
+      double best_min = 0, def_min = 0;
+      for (const std::string& a : algos) {
+        Planned p = PlanAndCheck(*t, jobs, a, policy);
+        if (!p.ok) {
+          line[a] = "failed";
+          continue;
+        }
+        const std::vector<double> d = Delivered(p);
+        line[a] = {{"min_gbps", Round3(MinOf(p.printed))},
+                   {"mean_gbps", Round3(MeanOf(p.printed))},
+                   {"sustained_min_gbps", Round3(MinOf(p.sustained))},
+                   {"sustained_mean_gbps", Round3(MeanOf(p.sustained))},
+                   {"printed_holds", PrintedHolds(p)},
+                   {"solve_cpu_ms", Round3(p.cpu_ms)}};
+        best_min = std::max(best_min, MinOf(d));
+        if (a == kDefault) def_min = MinOf(d);
+      }
+      line["default_min_share"] = best_min > 0 ? Json(Round3(def_min / best_min)) : Json();
+      std::printf("%s\n", line.dump().c_str());
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -303,6 +491,7 @@ int main(int argc, char** argv) {
     return line;
   };
   auto want = [&](const char* s) { return only.empty() || only == s; };
+  if (want("plans")) PlansScenario(quick);
   const int seeds = quick ? 1 : 3;
 
   // GRID's setting.

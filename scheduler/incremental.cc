@@ -169,6 +169,7 @@ absl::StatusOr<AdmissionOutput> AdmitJobs(const PlanRequest& request) {
     if (!evaluations.ok()) return evaluations.status();
     for (const JobEvaluation& e : *evaluations) out.reports[e.job_id].evaluation = e;
   }
+  AttachBounds(request, all, &out);
   FinishPlan(request, rings, &out);
   return result;
 }

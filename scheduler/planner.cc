@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "scheduler/memory/aggregator_model.h"
 #include "scheduler/memory/memory_planner.h"
 #include "scheduler/ring/rina.h"
+#include "scheduler/routing/bounds.h"
 
 namespace inac::scheduler {
 namespace {
@@ -21,7 +23,9 @@ namespace {
 // grid-split closes streams (issue 15): equal inputs now plan differently. v4: grid-split solves
 // its LPs with the primal simplex (another optimal vertex of the degenerate LPs: other split
 // plans for equal inputs).
-constexpr const char* kFingerprintFormat = "inac-plan-inputs-v5";
+// v6: the default algorithm is `trees`, grants are split over a job's tags by their traffic
+// and sized with the ranges, chain children hold to the PS: equal inputs plan differently.
+constexpr const char* kFingerprintFormat = "inac-plan-inputs-v6";
 
 std::string Sha256Hex(const std::string& text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -80,6 +84,7 @@ PlanningInput RoutingInputOf(const PlanRequest& request, std::vector<const core:
   // The data plane's intents program chains (core::DeriveSwitchIntents: a re-aggregating
   // switch takes its child's aggregate as an input), so ATP deploys two-level.
   input.options.reaggregation = true;
+  input.options.memory_policy = o.memory_policy;
   for (const core::Job& job : request.jobs) {
     if (job.spec.allreduce == core::AllReduce::kRing) {
       rings->push_back(&job);
@@ -123,20 +128,9 @@ absl::Status RescoreGrants(const PlanningInput& input, const MemoryPlannerOption
 
 }  // namespace
 
-// planner.h declares Rescore without a status; the planner's own steps (ComputePlan,
-// scheduler::AdmitJobs) call RescorePlan / RescoreGrants and fail on an unscorable plan. Here a
-// failure is at least not silent: every PS job is left at rate 0 with the error as its report's
-// bottleneck, never with the routing's unscored rates.
-void Rescore(const PlanningInput& input, const MemoryPlannerOptions& mem, PlannerOutput* out) {
-  if (absl::Status s = RescoreGrants(input, mem, out); !s.ok()) {
-    for (core::JobPlan& jp : out->plan.jobs) {
-      if (!jp.ring.empty()) continue;
-      jp.rate_gbps = 0;
-      out->reports[jp.job_id].evaluation.job_id = jp.job_id;
-      out->reports[jp.job_id].evaluation.rate_gbps = 0;
-      out->reports[jp.job_id].evaluation.bottleneck = std::string(s.message());
-    }
-  }
+absl::Status Rescore(const PlanningInput& input, const MemoryPlannerOptions& mem,
+                     PlannerOutput* out) {
+  return RescoreGrants(input, mem, out);
 }
 
 void FinishPlan(const PlanRequest& request, const std::vector<const core::Job*>& rings,
@@ -192,18 +186,22 @@ double MinOf(const std::vector<double>& v) {
 // Stability (PlannerOptions::replan_move_threshold): replaces, in the routed plan `plan` (PS jobs
 // of `input` in input order, uncapped), the routes of every running job of `previous` whose gain
 // is within the threshold by its previous routes.
-void KeepStableRoutes(const PlanRequest& request, const PlanningInput& input, core::Plan* plan,
+absl::Status KeepStableRoutes(const PlanRequest& request, const PlanningInput& input, core::Plan* plan,
                       PlannerOutput* out) {
   const double threshold = request.options.replan_move_threshold;
-  if (request.previous == nullptr || threshold < 0 || plan->jobs.empty()) return;
+  if (request.previous == nullptr || threshold < 0 || plan->jobs.empty()) return absl::OkStatus();
   auto net = Network::Create(input);
-  if (!net.ok()) return;
+  if (!net.ok()) return net.status();
   FlowEvaluator evaluator(**net);
   std::vector<RoutedJob> fresh, held;
   std::vector<int> candidates;  // indices of running jobs with valid previous routes
   for (size_t j = 0; j < plan->jobs.size(); ++j) {
     auto routed = evaluator.FromJobPlan(plan->jobs[j]);
-    if (!routed.ok()) return;  // not expected: the routing's own plan
+    if (!routed.ok()) {  // the routing's own plan: a planner defect, never skipped
+      return absl::InternalError(absl::StrCat("planner: job ", plan->jobs[j].job_id,
+                                              " of the routing does not evaluate: ",
+                                              routed.status().message()));
+    }
     routed->aggregators.clear();
     fresh.push_back(*routed);
     held.push_back(*routed);
@@ -222,7 +220,7 @@ void KeepStableRoutes(const PlanRequest& request, const PlanningInput& input, co
     held.back() = *previous;
     candidates.push_back(static_cast<int>(j));
   }
-  if (candidates.empty()) return;
+  if (candidates.empty()) return absl::OkStatus();
   // The other jobs (new ones, and running ones that must move) as an admission would place them
   // around the held routes (scheduler/incremental.h): the plan that moves nobody.
   if (candidates.size() < plan->jobs.size()) {
@@ -306,9 +304,41 @@ void KeepStableRoutes(const PlanRequest& request, const PlanningInput& input, co
     jp.lp_bound_gbps = bound;
   }
   ApplyEvaluation(evaluator.Evaluate(chosen), plan);
+  return absl::OkStatus();
 }
 
 }  // namespace
+
+// JobPlan::lp_bound_gbps is printed as a bound, so it must bound every plan the data plane runs:
+// the routing's own LP optimum (a candidate-family optimum) moves to the report, and the bound is
+// ChainedBound when PlannerOptions::bound_max_columns allows its LP, none otherwise.
+void AttachBounds(const PlanRequest& request, const PlanningInput& input, PlannerOutput* out) {
+  const int64_t max_columns = request.options.bound_max_columns;
+  std::unique_ptr<Network> net;
+  if (max_columns > 0) {
+    if (auto n = Network::Create(input); n.ok()) net = std::move(*n);
+  }
+  for (core::JobPlan& jp : out->plan.jobs) {
+    if (!jp.ring.empty()) continue;
+    JobReport& report = out->reports[jp.job_id];
+    report.candidate_optimum_gbps = jp.lp_bound_gbps;
+    jp.lp_bound_gbps.reset();
+    report.diagnostics.lp_bound_source = "none";
+    if (net == nullptr) continue;
+    int index = -1;
+    for (size_t j = 0; j < input.jobs.size(); ++j) {
+      if (input.jobs[j].id == jp.job_id) index = static_cast<int>(j);
+    }
+    if (index < 0) continue;
+    auto size = RateBoundSize(*net, index, /*chains=*/true);
+    if (!size.ok() || size->columns > max_columns) continue;
+    auto bound = ChainedBound(*net, index, nullptr, request.options.lp_time_limit_s);
+    if (!bound.ok()) continue;
+    jp.lp_bound_gbps = bound->gbps;
+    report.diagnostics.lp_bound_source =
+        bound->status == "optimal" ? "chained_lp" : absl::StrCat("chained_lp ", bound->status);
+  }
+}
 
 absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
   if (request.topology == nullptr) return absl::InvalidArgumentError("planner: no topology");
@@ -326,7 +356,7 @@ absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
     for (size_t j = 0; j < input.jobs.size() && j < routed->diagnostics.size(); ++j) {
       out.reports[input.jobs[j].id].diagnostics = routed->diagnostics[j];
     }
-    KeepStableRoutes(request, input, &plan, &out);
+    if (absl::Status s = KeepStableRoutes(request, input, &plan, &out); !s.ok()) return s;
     core::Graph graph(input.topology);
     std::vector<MemoryJobState> states;
     for (const core::Job& job : request.jobs) {
@@ -338,6 +368,7 @@ absl::StatusOr<PlannerOutput> ComputePlan(const PlanRequest& request) {
     if (absl::Status s = RescoreGrants(input, *mem, &out); !s.ok()) return s;
     // InGo: batch sizes chosen jointly under the routing (scheduler/batch/batch_planner.h).
     if (absl::Status s = ChoosePlannerBatchSizes(request, input, *mem, &out); !s.ok()) return s;
+    AttachBounds(request, input, &out);
   }
   FinishPlan(request, rings, &out);
   return out;

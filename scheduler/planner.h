@@ -47,12 +47,12 @@ namespace inac::scheduler {
 // The planner's options, with the defaults of both the controller (`inac serve`, config file
 // "controller") and `inac plan`.
 struct PlannerOptions {
-  // A RoutingAlgorithmNames() entry. `grid`, not `grid-split`, is the default although
-  // grid-split's plans are 1.7-3x faster on GRID's settings (docs/routing.md): it plans 3-10x
-  // slower (the k=8 20-job re-plan: 1.9-2.9 s against grid's 0.7 s, beyond the 1 s target;
-  // admission p99 162 ms against 41 ms, beyond 50 ms). The host agents do follow its re-plans,
-  // also those that re-cut a job's chunk ranges (agent::CheckContinuation).
-  std::string algorithm = "grid";
+  // A RoutingAlgorithmNames() entry. `trees` (scheduler/routing/trees.h: aggregation trees over
+  // the whole fabric, single-level and chained, priced by column generation) is the default: on
+  // GRID's settings and the multi-job mixes of routing_bench it delivers the best plan of every
+  // algorithm, and plans as fast as `grid` (docs/routing.md section 3b). `grid`, `grid-split`
+  // and the baselines stay selectable for comparison.
+  std::string algorithm = "trees";
   std::string memory_policy = "esa";  // esa | atp | switchml | no_ina
   uint64_t seed = 1;
   int rounds = 8;  // randomised rounding repetitions (GRID/InArt)
@@ -67,6 +67,12 @@ struct PlannerOptions {
   int split_max_ranges = PlanningOptions{}.split_max_ranges;
   double lp_time_limit_s = 60;
   double mip_time_limit_s = 30;
+  // Valid bounds (scheduler/routing/bounds.h): each PS job's JobPlan::lp_bound_gbps is
+  // ChainedBound -- alone on the network, a bound on every plan the data plane runs -- when its
+  // LP has at most this many columns (GRID's k=8 setting: ~19,000, 0.1-0.4 s each); otherwise
+  // none is printed. 0 (the controller's default: 20 jobs would add seconds to every re-plan):
+  // no bound. `inac plan` asks for them (--bound-max-columns). Not part of PlanFingerprint.
+  int64_t bound_max_columns = 0;
   // Stability of re-plans with a `previous` plan: a running job (state kRunning, planned in
   // `previous`, its routes still valid on the topology) keeps its routes unless the new plan
   // raises its evaluated rate -- or the smallest rate of all jobs -- by more than this fraction
@@ -109,6 +115,9 @@ struct JobReport {
   std::optional<JobBatchOutcome> batch;
   std::optional<JobBatchOutcome> batch_fixed;
   std::string batch_method;
+  // The routing algorithm's own LP optimum over its candidates (grid, grid-split, inart,
+  // optimal): an optimum of that candidate family, not a bound on what the data plane runs.
+  std::optional<double> candidate_optimum_gbps;
 };
 
 struct PlannerOutput {
@@ -131,8 +140,15 @@ PlanningInput RoutingInputOf(const PlanRequest& request, std::vector<const core:
 // The memory planner's options of `options` (InvalidArgument for an unknown policy).
 absl::StatusOr<MemoryPlannerOptions> MemoryOptionsOf(const PlannerOptions& options);
 // Re-scores every PS JobPlan of `out->plan` on `input` with the memory caps of its grants
-// (EvaluatePlan with GrantHoldUs) and records the evaluations in `out->reports`.
-void Rescore(const PlanningInput& input, const MemoryPlannerOptions& memory, PlannerOutput* out);
+// (the hold time each grant was sized with, GrantHoldUs) and records the evaluations in
+// `out->reports`. Internal, naming the job, when the flow model cannot score the plan: the plan
+// must not be published with the routing's unscored rates.
+absl::Status Rescore(const PlanningInput& input, const MemoryPlannerOptions& memory,
+                     PlannerOutput* out);
+// JobPlan::lp_bound_gbps of every PS job: ChainedBound (scheduler/routing/bounds.h) within
+// PlannerOptions::bound_max_columns, none otherwise; the routing's own LP optimum moves to
+// JobReport::candidate_optimum_gbps (a candidate-family optimum is not a bound).
+void AttachBounds(const PlanRequest& request, const PlanningInput& input, PlannerOutput* out);
 // The last steps of ComputePlan: algorithm and policy names, ring jobs, batch sizes, jobs sorted
 // by id, generations carried from request.previous and the intents.
 void FinishPlan(const PlanRequest& request, const std::vector<const core::Job*>& rings,

@@ -28,6 +28,9 @@ struct PlanArgs {
   int64_t spread_min_columns = scheduler::PlannerOptions{}.spread_min_columns;
   int split_max_ranges = scheduler::PlannerOptions{}.split_max_ranges;
   double time_limit_s = 0;  // 0: the planner's (LP 60 s, MIP 30 s)
+  // Valid bounds up to this LP size (scheduler::PlannerOptions::bound_max_columns); the
+  // controller computes none, `inac plan` does for GRID-sized fabrics (k=8: ~19,000 columns).
+  int64_t bound_max_columns = 100000;
   bool compact = false;
 };
 
@@ -81,6 +84,7 @@ int Run(const PlanArgs& a) {
     request.jobs.push_back(std::move(job));
   }
   request.options.algorithm = a.algorithm;
+  request.options.bound_max_columns = a.bound_max_columns;
   request.options.memory_policy = a.memory_policy;
   request.options.seed = a.seed;
   request.options.rounds = a.rounds;
@@ -137,6 +141,9 @@ int Run(const PlanArgs& a) {
       planner["lp_rows"] = d.lp_rows;
     }
     if (!d.lp_bound_source.empty()) planner["lp_bound"] = d.lp_bound_source;
+    if (const auto& c = report->second.candidate_optimum_gbps) {
+      planner["candidate_optimum_gbps"] = Number(*c);
+    }
     job["planner"] = planner;
     if (const auto& b = report->second.batch) {
       // InGo's prediction (docs/batch-size.md): on/off sharing, steps to the target.
@@ -185,6 +192,11 @@ void AddPlanCommand(CLI::App& app) {
   cmd->add_option("--memory-policy", args->memory_policy, "esa|atp|switchml|no_ina")
       ->check(CLI::IsMember({"esa", "atp", "switchml", "no_ina"}))
       ->capture_default_str();
+  cmd->add_option("--bound-max-columns", args->bound_max_columns,
+                  "Compute each job's valid rate bound (lp_bound_gbps: every plan the data plane "
+                  "runs) when its LP has at most this many columns; 0: none")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--time-limit", args->time_limit_s,
                   "Solver time limit per LP/MIP, seconds (default: the controller's, LP 60 s, "
                   "MIP 30 s)");

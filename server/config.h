@@ -4,8 +4,8 @@
 // {
 //   "listen": "127.0.0.1:8080",          // host:port of the REST API
 //   "db": "inac.db",                     // SQLite file
-//   "algorithm": "grid",                 // no_ina|atp|atp_sharded|switchml|grid|grid-split|
-//                                        //   inart|optimal|ingo
+//   "algorithm": "trees",                // trees|no_ina|atp|atp_sharded|switchml|grid|
+//                                        //   grid-split|inart|optimal|ingo
 //   "memory_policy": "esa",              // esa|atp|switchml|no_ina
 //   "batch_hysteresis": 0.05,            // InGo: gain needed to change batch sizes, [0, 1)
 //   "batch_min_interval_ms": 60000,      //   and the least time between a job's changes

@@ -696,16 +696,29 @@ class TreePlanner {
         const double r = net_.residual(net_.ArcResource(a));
         w[a] = 1 + 1e-3 * top / std::max(r, 1e-6 * std::max(top, 1e-9));
       }
+      // A child's path to its parent avoids every node of the parent's own route to the PS
+      // (but the parent): the data plane programs a chain only when child -> parent -> PS is a
+      // simple path (core::DeriveSwitchIntents), and would otherwise send the child straight to
+      // the PS.
+      if (p >= 0) {
+        int pp = -1;
+        const std::vector<int> up = Stream(s, p, &pp);
+        for (int a : up) {
+          const int node = g_.arc(a).to;
+          for (int in : in_arcs_[node]) w[in] = kInf;
+        }
+        for (int in : in_arcs_[v]) w[in] = kInf;  // nor come back through the child
+      }
       Pricer pricer(net_, family_, in_arcs_);
       std::vector<int> arcs =
           BalancedPath(pricer.Dijkstra(p >= 0 ? p : sh.ps, w), w, v, &stream_arc_use_[s]);
+      if (p >= 0 && arcs.empty()) p = -1;  // no such path: the child sends to the PS
+      if (p < 0 && arcs.empty()) {
+        std::vector<double> plain(g_.num_arcs(), 1);
+        arcs = BalancedPath(pricer.Dijkstra(sh.ps, plain), plain, v, &stream_arc_use_[s]);
+      }
       it = sh.stream_arcs.emplace(v, std::move(arcs)).first;
       sh.parent[v] = p;
-      if (p >= 0) {
-        int pp = -1;
-        Stream(s, p, &pp);
-        it = sh.stream_arcs.find(v);
-      }
     }
     *parent = sh.parent[v];
     return it->second;

@@ -144,6 +144,10 @@ TEST(MemoryHoldTest, ScarceGrantCapsTheRateAtWhatItSupports) {
     PlanRequest request;
     request.topology = &t;
     request.options.memory_policy = policy;
+    // One aggregating switch (grid's plan): the arithmetic of one grant. The default, `trees`,
+    // charges memory in its LP and spreads the job over more switches when memory is scarce
+    // (routing_trees_test.cc).
+    request.options.algorithm = "grid";
     request.jobs = {DemoJob(1, {"h0_0_0", "h0_0_1"}, "h1_0_0")};
     auto out = ComputePlan(request);
     ASSERT_TRUE(out.ok()) << out.status();

@@ -158,12 +158,12 @@ TEST(RescoreTest, APlanTheFlowModelRefusesIsAnInternalErrorNamingTheJob) {
             std::string::npos)
       << rescored.status().message();
   EXPECT_EQ(plan.jobs[0].rate_gbps, 25);  // left unchanged: the caller fails the whole plan
-  // planner.h's Rescore (no status) does not skip silently either: no unscored rate survives.
+  // planner.h's Rescore returns the same error.
   PlannerOutput out;
   out.plan = plan;
-  Rescore(InputOf(t, {"w1", "w2", "w3"}), MemoryPlannerOptions{}, &out);
-  EXPECT_EQ(out.plan.jobs[0].rate_gbps, 0);
-  EXPECT_NE(out.reports[7].evaluation.bottleneck.find("job 7"), std::string::npos);
+  const absl::Status status = Rescore(InputOf(t, {"w1", "w2", "w3"}), MemoryPlannerOptions{}, &out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(status.message().find("job 7"), std::string::npos) << status.message();
 }
 
 // Two-level ATP on the fabric of `inac plan`'s reproduction: fat-tree k = 8, 6 hosts per edge,

@@ -37,7 +37,7 @@ TEST(PlannerTest, RoutesAssignsMemoryPlansRingsAndDerivesIntents) {
   auto out = ComputePlan(request);
   ASSERT_TRUE(out.ok()) << out.status();
   const core::Plan& plan = out->plan;
-  EXPECT_EQ(plan.algorithm, "grid");  // the default (grid-split is opt-in, planner.h)
+  EXPECT_EQ(plan.algorithm, "trees");  // the default (planner.h)
   EXPECT_EQ(plan.memory_policy, "esa");
   EXPECT_TRUE(plan.fingerprint.empty());  // the caller's
   ASSERT_EQ(plan.jobs.size(), 3u);
@@ -79,8 +79,9 @@ TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
   // stored with each plan and compared after a restart). Change it only with the format version
   // (v2: ring jobs planned as Rina, two-level ATP deployed; v3: spread candidates for large jobs,
   // grid-split closes streams, the spread_min_columns option; v4: grid-split's LPs with the
-  // primal simplex; v5: grid-split tries fewer chunk ranges, the split_max_ranges option).
-  EXPECT_EQ(fp, "5787427dd1a24d3856fd5ef5d00519e4b4d5e382c4ca698e0d328ebe3e60e486");
+  // primal simplex; v5: grid-split tries fewer chunk ranges, the split_max_ranges option; v6:
+  // trees is the default, grants split over tags by their traffic, chain children hold to the PS).
+  EXPECT_EQ(fp, "c4bef34c128b14fd22179c572418f230023408205a7878fc772e7a32ae0bfb70");
   std::swap(request.jobs[0], request.jobs[1]);
   EXPECT_EQ(PlanFingerprint(request), fp) << "job order does not matter";
   request.options.rounds = 9;
