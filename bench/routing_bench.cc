@@ -44,12 +44,12 @@
 
 #include "core/generators.h"
 #include "core/intent_evaluation.h"
-#include "scheduler/planner.h"
-#include "scheduler/routing/bounds.h"
 #include "scheduler/model/flow_model.h"
 #include "scheduler/model/network.h"
 #include "scheduler/model/paths.h"
+#include "scheduler/planner.h"
 #include "scheduler/routing/baselines.h"
+#include "scheduler/routing/bounds.h"
 #include "scheduler/routing/routing_algorithm.h"
 #include "tests/fixtures/sample_jobs.h"
 
@@ -284,21 +284,23 @@ bool PrintedHolds(const Planned& p) {
 
 void PlansScenario(bool quick) {
   const std::string kDefault = inac::scheduler::PlannerOptions{}.algorithm;
-  const std::vector<std::string> algos = {"no_ina", "switchml", "atp", "grid", "grid-split",
-                                          "trees"};
+  const std::vector<std::string> algos = {"no_ina", "switchml",   "atp",
+                                          "grid",   "grid-split", "trees"};
   const int seeds = quick ? 1 : 3;
-  std::printf("%s\n",
-              Json({{"bench", "routing"},
-                    {"scenario", "plans_legend"},
-                    {"default", kDefault},
-                    {"rate", "printed by the planner (ComputePlan, esa memory, controller defaults)"},
-                    {"sustained", "core::EvaluateIntents on the plan's switch intents"},
-                    {"single_level_bound", "SingleLevelBound: every single-level plan ina.p4 runs"},
-                    {"chained_bound", "ChainedBound: every plan, chains included"},
-                    {"default_share", "the default's delivered rate / the best any algorithm "
-                                      "delivered on the instance (min over the seeds)"}})
-                  .dump()
-                  .c_str());
+  std::printf(
+      "%s\n",
+      Json({{"bench", "routing"},
+            {"scenario", "plans_legend"},
+            {"default", kDefault},
+            {"rate", "printed by the planner (ComputePlan, esa memory, controller defaults)"},
+            {"sustained", "core::EvaluateIntents on the plan's switch intents"},
+            {"single_level_bound", "SingleLevelBound: every single-level plan ina.p4 runs"},
+            {"chained_bound", "ChainedBound: every plan, chains included"},
+            {"default_share",
+             "the default's delivered rate / the best any algorithm "
+             "delivered on the instance (min over the seeds)"}})
+          .dump()
+          .c_str());
   for (const char* placement : {"tor", "random:0.2"}) {
     for (int workers : {40, 70, 100}) {
       std::map<std::string, std::vector<double>> rate, cpu;
@@ -327,8 +329,11 @@ void PlansScenario(bool quick) {
           chained.push_back(cb.ok() ? cb->gbps : -1);
         }
       }
-      Json line = {{"bench", "routing"}, {"scenario", "plans"}, {"setting", placement},
-                   {"workers", workers}, {"seeds", seeds}};
+      Json line = {{"bench", "routing"},
+                   {"scenario", "plans"},
+                   {"setting", placement},
+                   {"workers", workers},
+                   {"seeds", seeds}};
       for (const std::string& a : algos) {
         line[a] = {{"rate_gbps", Round3(MeanOf(rate[a]))},
                    {"solve_cpu_ms", Round3(MeanOf(cpu[a]))},
@@ -369,11 +374,13 @@ void PlansScenario(bool quick) {
       const int w = std::uniform_int_distribution<int>(mix.lo, mix.hi)(rng);
       std::vector<std::string> ws(hosts.begin() + at, hosts.begin() + at + w);
       at += w;
-      jobs.push_back(JobInput{j, inac::fixtures::PsJobSpec("mix", ws, {hosts[at++]},
-                                                           {.iterations = 100})});
+      jobs.push_back(
+          JobInput{j, inac::fixtures::PsJobSpec("mix", ws, {hosts[at++]}, {.iterations = 100})});
     }
     for (const char* policy : {"esa", "atp", "switchml"}) {
-      Json line = {{"bench", "routing"}, {"scenario", "plans_mix"}, {"mix", mix.name},
+      Json line = {{"bench", "routing"},
+                   {"scenario", "plans_mix"},
+                   {"mix", mix.name},
                    {"memory_policy", policy}};
       double best_min = 0, def_min = 0;
       for (const std::string& a : algos) {

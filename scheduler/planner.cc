@@ -186,8 +186,8 @@ double MinOf(const std::vector<double>& v) {
 // Stability (PlannerOptions::replan_move_threshold): replaces, in the routed plan `plan` (PS jobs
 // of `input` in input order, uncapped), the routes of every running job of `previous` whose gain
 // is within the threshold by its previous routes.
-absl::Status KeepStableRoutes(const PlanRequest& request, const PlanningInput& input, core::Plan* plan,
-                      PlannerOutput* out) {
+absl::Status KeepStableRoutes(const PlanRequest& request, const PlanningInput& input,
+                              core::Plan* plan, PlannerOutput* out) {
   const double threshold = request.options.replan_move_threshold;
   if (request.previous == nullptr || threshold < 0 || plan->jobs.empty()) return absl::OkStatus();
   auto net = Network::Create(input);
@@ -198,9 +198,9 @@ absl::Status KeepStableRoutes(const PlanRequest& request, const PlanningInput& i
   for (size_t j = 0; j < plan->jobs.size(); ++j) {
     auto routed = evaluator.FromJobPlan(plan->jobs[j]);
     if (!routed.ok()) {  // the routing's own plan: a planner defect, never skipped
-      return absl::InternalError(absl::StrCat("planner: job ", plan->jobs[j].job_id,
-                                              " of the routing does not evaluate: ",
-                                              routed.status().message()));
+      return absl::InternalError(
+          absl::StrCat("planner: job ", plan->jobs[j].job_id,
+                       " of the routing does not evaluate: ", routed.status().message()));
     }
     routed->aggregators.clear();
     fresh.push_back(*routed);

@@ -1,6 +1,7 @@
 #include "scheduler/memory/memory_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <set>
@@ -265,21 +266,40 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
     const core::JobPlan* before = previous != nullptr ? previous->FindJob(jp.job_id) : nullptr;
     // The job's tags on each switch, as the data plane programs them, and the part of each
     // worker's stream they carry there (sum of x_s * range length).
-    std::map<std::string, std::pair<int64_t, double>> tags_at;
+    std::map<std::string, std::vector<double>> tags_at;  // switch -> weight of each tag there
     for (const core::JobTag& tag : core::JobTagsOf(graph, jp)) {
-      for (const std::string& sw : tag.switches) {
-        ++tags_at[sw].first;
-        tags_at[sw].second += tag.weight;
-      }
+      for (const std::string& sw : tag.switches) tags_at[sw].push_back(tag.weight);
     }
     for (const std::string& sw : AggregatingSwitches(graph, jp)) {
       const int node = graph.index(sw);
       const int bytes = graph.topology().switches[node].ina.aggregator_bytes;
       const double hold = GrantHoldUs(graph, jp, sw, options);
-      const auto [tags, traffic] = tags_at[sw];
+      // Per tag t its line-rate window n_t (plus one for rounding). The grant is split over the
+      // tags in proportion to their weights (core::SplitGrant, rounding down), so the window
+      // asked for is the least G whose proportional quota gives every tag its n_t
+      // (max_t n_t · Σw / w_t), at most twice Σ n_t (a tiny tag must not inflate it further).
+      const int64_t tags = static_cast<int64_t>(tags_at[sw].size());
+      int64_t sum_need = 0;
+      double weight_sum = 0;
+      for (double weight : tags_at[sw]) {
+        sum_need += WindowAggregators(line_rate * weight, hold, bytes) + 1;
+        weight_sum += std::max(0.0, weight);
+      }
+      int64_t proportional = sum_need;
+      for (double weight : tags_at[sw]) {
+        if (weight <= 0 || weight_sum <= 0) continue;
+        const int64_t need = WindowAggregators(line_rate * weight, hold, bytes) + 1;
+        proportional = std::max<int64_t>(
+            proportional,
+            static_cast<int64_t>(std::ceil(static_cast<double>(need) * weight_sum / weight - 1e-9)));
+      }
+      // One tag: its window, exactly (no split to round).
+      const int64_t window =
+          tags <= 1 ? WindowAggregators(line_rate * weight_sum, hold, bytes)
+                    : std::min(proportional, 2 * sum_need);
       MemoryDemand demand{
           .job_id = jp.job_id,
-          .window = std::max(tags, WindowAggregators(line_rate * traffic, hold, bytes)),
+          .window = std::max(tags, window),
           .priority = jp.priority,
           .admission = state.admission,
           .held = 0};

@@ -6,10 +6,14 @@
 // aggregation_node or an AggregatorPlan's switch_id), the job's window there is sized for the
 // traffic of its tags on v (core::JobTagsOf: the chunk ranges the data plane aggregates there,
 // chain parents included):
-//   W_j = max(T, WindowAggregators(line rate of its workers x sum over those tags of
-//             x_s * (range end - begin), HoldTimeUs(policy, TimingAt(...))))
-// with T the number of those tags (each tag needs one aggregator; the grant is split over them by
-// core::SplitGrant, in proportion to the same weights), and the policy's allocator divides the
+//   n_t = WindowAggregators(line rate of its workers x x_s * (range end - begin of t),
+//                           HoldTimeUs(policy, TimingAt(...))) + 1 for each of those tags t,
+//   W_j = max(T, min(max_t ceil(n_t · Σw / w_t), 2 · Σ_t n_t)) for T >= 2 tags, and for one
+//   tag its window WindowAggregators(line rate x w, hold) exactly
+// with T the number of those tags and w_t = x_s * (range end - begin) (each tag needs one
+// aggregator; the grant is split over them by core::SplitGrant in proportion to w, rounding down,
+// so W_j is the least grant whose quotas give every tag its n_t, bounded so that a tiny tag
+// cannot inflate it), and the policy's allocator divides the
 // switch's A_v among the jobs. A grant below T is no grant: some tag would have no window. With
 // `fall_back_without_memory`, a job granted no aggregator on a switch falls back to its PS there
 // (FallBackToPs), so the plan no longer counts on memory it does not have (its PS link then

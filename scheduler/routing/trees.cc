@@ -26,6 +26,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // rates the LP keeps the one that loads the links least, so a job leaves room for the next
 // (1e-10 per Gbps-hop: far below what would trade any rate).
 constexpr double kLoadCost = 1e-10;
+// A tree kept in the plan carries at least this share of its shard (the largest always): every
+// tree is a tag with entries on each switch it uses and a window on each aggregating switch, and
+// a tiny tag's window is mostly rounding.
+constexpr double kMinTreeShare = 0.005;
 // Work units (arc relaxations and worker scans) the pricing rounds of one family may take.
 constexpr double kWorkPerPlan = 1e8;
 
@@ -33,8 +37,8 @@ enum class Family { kSingle, kChains };
 
 // One shard: a (job, PS) pair.
 struct Shard {
-  int job = -1;  // index into network.input().jobs
-  int ps = -1;   // PS node
+  int job = -1;              // index into network.input().jobs
+  int ps = -1;               // PS node
   std::vector<int> workers;  // worker nodes that send over the network (not the PS itself)
   std::vector<int> local;    // workers that are this PS (send nothing)
   // Stream of each aggregating switch, fixed at first use: its path and its parent (-1: the PS).
@@ -46,9 +50,9 @@ struct Shard {
 
 struct Tree {
   int shard = -1;
-  std::vector<int> agg;                     // per shard worker: node (switch or the PS)
-  std::vector<std::vector<int>> arcs;       // per shard worker: path to agg
-  std::vector<int> active;                  // aggregating switches, sorted
+  std::vector<int> agg;                      // per shard worker: node (switch or the PS)
+  std::vector<std::vector<int>> arcs;        // per shard worker: path to agg
+  std::vector<int> active;                   // aggregating switches, sorted
   std::vector<std::pair<int, double>> load;  // resource row -> coefficient per unit rate
   int column = -1;
 };
@@ -162,8 +166,8 @@ class TreePlanner {
     }
     int max_iterations = std::max(0, in.options.tree_iterations);
     if (per_round > 0) {
-      max_iterations = static_cast<int>(
-          std::min<double>(max_iterations, std::floor(kWorkPerPlan / per_round)));
+      max_iterations =
+          static_cast<int>(std::min<double>(max_iterations, std::floor(kWorkPerPlan / per_round)));
     }
     for (;; ++iterations) {
       auto solved = Solve(/*restrict_to=*/nullptr);
@@ -200,7 +204,8 @@ class TreePlanner {
     }
     iterations_ = iterations;
     if (sol.status != lp::SolveStatus::kOptimal && sol.status != lp::SolveStatus::kFeasible) {
-      return absl::InternalError(absl::StrCat("trees: master LP ", lp::SolveStatusName(sol.status)));
+      return absl::InternalError(
+          absl::StrCat("trees: master LP ", lp::SolveStatusName(sol.status)));
     }
     // Keep the trees that carry a real part of their shard, at most the range cap per shard.
     std::vector<char> keep(trees_.size(), 0);
@@ -353,7 +358,8 @@ class TreePlanner {
 
   // --- Pricing. `steer` decides the choices (paths, nodes); `cost` is what the trees are
   // compared with (both per LP resource row). Returns up to a few trees for the shard. ---
-  std::vector<Tree> Price(int s, const std::vector<double>& steer, const std::vector<double>& cost) {
+  std::vector<Tree> Price(int s, const std::vector<double>& steer,
+                          const std::vector<double>& cost) {
     (void)cost;
     Shard& sh = shards_[s];
     Pricer pricer(net_, family_, in_arcs_);
@@ -367,7 +373,8 @@ class TreePlanner {
     std::vector<int> candidates;
     if (family_ == Family::kSingle) {
       for (int v = 0; v < g_.num_switches(); ++v) {
-        if (g_.ina_capable(v) && net_.residual(net_.NodeResource(v)) > 1e-9) candidates.push_back(v);
+        if (g_.ina_capable(v) && net_.residual(net_.NodeResource(v)) > 1e-9)
+          candidates.push_back(v);
       }
     } else {
       for (int p : parents_of_ps_[sh.ps]) candidates.push_back(p);
@@ -558,7 +565,8 @@ class TreePlanner {
       }
       std::stable_sort(by_cost.begin(), by_cost.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
-      for (size_t k = 0; k < by_cost.size() && k < 2; ++k) out.push_back(std::move(by_cost[k].second));
+      for (size_t k = 0; k < by_cost.size() && k < 2; ++k)
+        out.push_back(std::move(by_cost[k].second));
     }
     return out;
   }
@@ -691,7 +699,8 @@ class TreePlanner {
       // one hop weighs 1, an arc at the largest residual 1e-3 more, a saturated one far more.
       std::vector<double> w(g_.num_arcs(), 1);
       double top = 0;
-      for (int a = 0; a < g_.num_arcs(); ++a) top = std::max(top, net_.residual(net_.ArcResource(a)));
+      for (int a = 0; a < g_.num_arcs(); ++a)
+        top = std::max(top, net_.residual(net_.ArcResource(a)));
       for (int a = 0; a < g_.num_arcs(); ++a) {
         const double r = net_.residual(net_.ArcResource(a));
         w[a] = 1 + 1e-3 * top / std::max(r, 1e-6 * std::max(top, 1e-9));
@@ -792,7 +801,8 @@ class TreePlanner {
     if (!sol.ok()) return sol.status();
     share_value_.assign(shards_.size(), 0);
     if (!sol->values.empty()) {
-      for (size_t s = 0; s < shards_.size(); ++s) share_value_[s] = sol->values[shards_[s].share_col];
+      for (size_t s = 0; s < shards_.size(); ++s)
+        share_value_[s] = sol->values[shards_[s].share_col];
     }
     return sol;
   }
@@ -812,7 +822,7 @@ class TreePlanner {
       if (in.options.split_max_ranges > 0) cap = std::min(cap, in.options.split_max_ranges);
       const double total = share_value_[s];
       for (size_t i = 0; i < list.size() && static_cast<int>(i) < cap; ++i) {
-        if (i > 0 && -list[i].first < 0.005 * total) break;
+        if (i > 0 && -list[i].first < kMinTreeShare * total) break;
         (*keep)[list[i].second] = 1;
       }
     }
@@ -960,7 +970,8 @@ absl::StatusOr<RoutingResult> TreeRouting::Route(const Network& network) const {
     auto result = planner.Run();
     if (!result.ok()) return result.status();
     std::vector<double> rates;
-    for (const JobEvaluation& e : evaluator.Evaluate(result->jobs).jobs) rates.push_back(e.rate_gbps);
+    for (const JobEvaluation& e : evaluator.Evaluate(result->jobs).jobs)
+      rates.push_back(e.rate_gbps);
     if (!best || BetterRates(rates, best_rates)) {
       best = std::move(*result);
       best_rates = std::move(rates);

@@ -344,10 +344,13 @@ TEST(TagWindowTest, TheDemandIsSizedForTheTagsTraffic) {
   core::Plan plan{.jobs = {jp}};
   ASSERT_TRUE(AssignAggregators(g, {StateOf(7, {"w1", "w2"})}, nullptr, esa, &plan).ok());
   EXPECT_EQ(plan.jobs[0].aggregators, (std::map<std::string, int64_t>{{"s1", 5}}));
-  // The split job (two tags on s1 whose weights sum to 1) asks for the full window.
+  // The split job (two tags on s1 of weights 3/64 and 61/64) asks for the least grant whose
+  // proportional split gives each tag its line-rate window plus one: 6 for the 3/64 tag
+  // (ceil(4.73) + 1) needs 6 x 64 / 3 = 128; 98 for the other needs 103; at most 2 x (6 + 98).
   plan.jobs = {SplitJob()};
   ASSERT_TRUE(AssignAggregators(g, {StateOf(7, {"w1", "w2"})}, nullptr, esa, &plan).ok());
-  EXPECT_EQ(plan.jobs[0].aggregators, (std::map<std::string, int64_t>{{"s1", 101}}));
+  EXPECT_EQ(plan.jobs[0].aggregators, (std::map<std::string, int64_t>{{"s1", 128}}));
+  EXPECT_EQ(core::SplitGrant(128, {3.0 / 64, 61.0 / 64}), (std::vector<int64_t>{6, 122}));
 }
 
 TEST(TagWindowTest, AGrantBelowTheNumberOfTagsIsNoGrant) {
