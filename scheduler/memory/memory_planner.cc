@@ -14,6 +14,9 @@
 namespace inac::scheduler {
 namespace {
 
+// Windows are sized for the planned rate plus this margin (rounding of the hold and the rate).
+constexpr double kRateHeadroom = 0.02;
+
 // Fewest-hop node path from `from` to `to` over up links (ids, both included); empty if none.
 std::vector<std::string> FewestHopPath(const core::Graph& graph, const std::string& from,
                                        const std::string& to) {
@@ -252,6 +255,7 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
     size_t job_index;
     MemoryDemand demand;
     int64_t tags;  // the job's tags on the switch: a smaller grant leaves one without a window
+    int64_t full;  // the window with the rounding spares (demand.window is without them)
   };
   std::map<std::string, std::vector<Claim>> claims;
   for (size_t i = 0; i < plan->jobs.size(); ++i) {
@@ -262,7 +266,14 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
                                            .remaining_comm_bytes = state.remaining_comm_bytes,
                                            .age_s = state.age_s});
     jp.aggregators.clear();
-    const double line_rate = WorkerLineRateGbps(graph, state.workers);
+    // Windows are sized for the rate the routing planned (JobPlan::rate_gbps, evaluated before
+    // memory), at most the workers' line rate: a memory-aware routing (trees charges each
+    // switch's aggregators in its LP) then gets what its plan needs and no job's window takes
+    // what another's plan counted on. A plan without a rate (0) asks for the line rate.
+    const double line_rate_max = WorkerLineRateGbps(graph, state.workers);
+    const double line_rate = jp.rate_gbps > 0 && std::isfinite(jp.rate_gbps)
+                                 ? std::min(line_rate_max, jp.rate_gbps * (1 + kRateHeadroom))
+                                 : line_rate_max;
     const core::JobPlan* before = previous != nullptr ? previous->FindJob(jp.job_id) : nullptr;
     // The job's tags on each switch, as the data plane programs them, and the part of each
     // worker's stream they carry there (sum of x_s * range length).
@@ -297,9 +308,14 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
       const int64_t window =
           tags <= 1 ? WindowAggregators(line_rate * weight_sum, hold, bytes)
                     : std::min(proportional, 2 * sum_need);
+      // The base window: what the tags need at the rate, without the rounding spare. It is
+      // granted first, to every job in the policy's order, so that a spare never takes what
+      // another job's plan needs; the spares come from what is left (AssignAggregators below).
+      const int64_t base =
+          std::max(tags, tags <= 1 ? window : std::max<int64_t>(tags, sum_need - tags));
       MemoryDemand demand{
           .job_id = jp.job_id,
-          .window = std::max(tags, window),
+          .window = std::min(std::max(tags, window), base),
           .priority = jp.priority,
           .admission = state.admission,
           .held = 0};
@@ -307,15 +323,32 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
         auto it = before->aggregators.find(sw);
         if (it != before->aggregators.end()) demand.held = it->second;
       }
-      claims[sw].push_back(Claim{i, demand, tags});
+      claims[sw].push_back(Claim{i, demand, tags, std::max(tags, window)});
     }
   }
   for (auto& [sw, list] : claims) {
     std::vector<MemoryDemand> demands;
     demands.reserve(list.size());
     for (const Claim& c : list) demands.push_back(c.demand);
-    const std::vector<int64_t> grants =
-        allocator->Allocate(graph.aggregators(graph.index(sw)), demands);
+    const int64_t capacity = graph.aggregators(graph.index(sw));
+    std::vector<int64_t> grants = allocator->Allocate(capacity, demands);
+    // Second pass: the rounding spares (up to each job's full window) from what is left, in the
+    // same policy's order.
+    int64_t left = capacity;
+    for (int64_t g : grants) left -= g;
+    if (left > 0) {
+      std::vector<MemoryDemand> spares = demands;
+      bool any = false;
+      for (size_t k = 0; k < list.size(); ++k) {
+        spares[k].window = grants[k] > 0 ? std::max<int64_t>(0, list[k].full - grants[k]) : 0;
+        spares[k].held = 0;
+        any |= spares[k].window > 0;
+      }
+      if (any) {
+        const std::vector<int64_t> extra = allocator->Allocate(left, spares);
+        for (size_t k = 0; k < list.size(); ++k) grants[k] += extra[k];
+      }
+    }
     for (size_t k = 0; k < list.size(); ++k) {
       core::JobPlan& jp = plan->jobs[list[k].job_index];
       if (grants[k] > 0 && grants[k] >= list[k].tags) {

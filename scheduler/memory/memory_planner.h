@@ -6,10 +6,12 @@
 // aggregation_node or an AggregatorPlan's switch_id), the job's window there is sized for the
 // traffic of its tags on v (core::JobTagsOf: the chunk ranges the data plane aggregates there,
 // chain parents included):
-//   n_t = WindowAggregators(line rate of its workers x x_s * (range end - begin of t),
+//   r   = min(line rate of its workers, 1.02 x JobPlan::rate_gbps): the rate the routing planned
+//         (evaluated before memory), the line rate when the plan has none (rate 0);
+//   n_t = WindowAggregators(r x x_s * (range end - begin of t),
 //                           HoldTimeUs(policy, TimingAt(...))) + 1 for each of those tags t,
 //   W_j = max(T, min(max_t ceil(n_t · Σw / w_t), 2 · Σ_t n_t)) for T >= 2 tags, and for one
-//   tag its window WindowAggregators(line rate x w, hold) exactly
+//   tag its window WindowAggregators(r x w, hold) exactly
 // with T the number of those tags and w_t = x_s * (range end - begin) (each tag needs one
 // aggregator; the grant is split over them by core::SplitGrant in proportion to w, rounding down,
 // so W_j is the least grant whose quotas give every tag its n_t, bounded so that a tiny tag
