@@ -301,24 +301,22 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
         if (weight <= 0 || weight_sum <= 0) continue;
         const int64_t need = WindowAggregators(line_rate * weight, hold, bytes) + 1;
         proportional = std::max<int64_t>(
-            proportional,
-            static_cast<int64_t>(std::ceil(static_cast<double>(need) * weight_sum / weight - 1e-9)));
+            proportional, static_cast<int64_t>(
+                              std::ceil(static_cast<double>(need) * weight_sum / weight - 1e-9)));
       }
       // One tag: its window, exactly (no split to round).
-      const int64_t window =
-          tags <= 1 ? WindowAggregators(line_rate * weight_sum, hold, bytes)
-                    : std::min(proportional, 2 * sum_need);
+      const int64_t window = tags <= 1 ? WindowAggregators(line_rate * weight_sum, hold, bytes)
+                                       : std::min(proportional, 2 * sum_need);
       // The base window: what the tags need at the rate, without the rounding spare. It is
       // granted first, to every job in the policy's order, so that a spare never takes what
       // another job's plan needs; the spares come from what is left (AssignAggregators below).
       const int64_t base =
           std::max(tags, tags <= 1 ? window : std::max<int64_t>(tags, sum_need - tags));
-      MemoryDemand demand{
-          .job_id = jp.job_id,
-          .window = std::min(std::max(tags, window), base),
-          .priority = jp.priority,
-          .admission = state.admission,
-          .held = 0};
+      MemoryDemand demand{.job_id = jp.job_id,
+                          .window = std::min(std::max(tags, window), base),
+                          .priority = jp.priority,
+                          .admission = state.admission,
+                          .held = 0};
       if (before != nullptr) {
         auto it = before->aggregators.find(sw);
         if (it != before->aggregators.end()) demand.held = it->second;

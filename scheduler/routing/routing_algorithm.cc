@@ -9,9 +9,9 @@
 #include "scheduler/routing/baselines.h"
 #include "scheduler/routing/grid.h"
 #include "scheduler/routing/grid_split.h"
-#include "scheduler/routing/trees.h"
 #include "scheduler/routing/inart.h"
 #include "scheduler/routing/optimal.h"
+#include "scheduler/routing/trees.h"
 
 namespace inac::scheduler {
 
@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<RoutingAlgorithm>> MakeRoutingAlgorithm(std::stri
 
 std::vector<std::string> RoutingAlgorithmNames() {
   return {"no_ina",     "atp",   "atp_sharded", "switchml", "grid",
-          "grid-split", "inart", "optimal",     "ingo",  "trees"};
+          "grid-split", "inart", "optimal",     "ingo",     "trees"};
 }
 
 absl::StatusOr<PlannedRouting> PlanRouting(const RoutingAlgorithm& algorithm,
