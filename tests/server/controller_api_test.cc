@@ -189,7 +189,7 @@ TEST_F(ControllerApiTest, JobConfigGivesWorkersWhatTheyNeed) {
   EXPECT_EQ(c["job_id"], id);
   EXPECT_EQ(c["state"], "running");
   EXPECT_EQ(c["plan_version"], plan.json["version"]);
-  EXPECT_EQ(c["algorithm"], "grid");  // the default
+  EXPECT_EQ(c["algorithm"], "trees");  // the default
   EXPECT_EQ(c["batch_size"], 32);
   ASSERT_EQ(c["parameter_servers"].size(), 1u);
   const Json& ps = c["parameter_servers"][0];
