@@ -1,4 +1,4 @@
-// Planning benchmarks of issue 15, item 6 (incremental planning), one JSON line per scenario:
+// Planning benchmarks (incremental planning), one JSON line per scenario:
 //   multi_job   fat-tree k=8 (128 hosts, INA on the edge switches, 100 Gbps links, switch
 //               processing 400 Gbps), 20 / 100 / 200 PS jobs of 8..32 random workers and one PS
 //               each (hosts shared between jobs), planned from scratch by scheduler::ComputePlan

@@ -1,4 +1,4 @@
-// Routing benchmarks of issues 4 and 15, one JSON line per scenario:
+// Routing benchmarks, one JSON line per scenario:
 //   grid_setting   GRID's simulation: fat-tree k=8 with 6 hosts per edge switch (80 switches,
 //                  192 hosts), 100 Gbps links, PS ingress 100 Gbps, switch capacity uniform in
 //                  [100, 3200] Gbps, 40/70/100 workers and one PS, INA on (a) every edge switch or
@@ -19,7 +19,7 @@
 // `optimal` (CBC) gets --mip-seconds per job (default 10; its first incumbent is grid's plan), and
 // reports how many seeds it proved optimal.
 //   grid_vs_optimal  GRID against the MIP on 20 small fat-trees (k=4), CBC 5 s per instance
-// grid-split (INAC's split plans, issue 15 item 3) runs next to grid in grid_setting and
+// grid-split (INAC's split plans) runs next to grid in grid_setting and
 // inart_setting with its own (richer) LP bound; grid_setting (a) also scores the audit's
 // hand-built reference (the 5 ToRs of largest capacity aggregate 20 workers each, balanced paths).
 // --algorithms a,b,... restricts the compared algorithms (the ratios need grid and the baselines).

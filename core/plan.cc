@@ -354,7 +354,7 @@ class Deriver {
 
   // Port on switch `u` toward neighbour `v`; 0 if they are not adjacent over an up link.
   // PortOf's rule, with every link's implicit ports counted in one pass over the links (PortOf
-  // scans them per call: issue 15, ~1 s of a k=32 plan).
+  // scans them per call: ~1 s of a k=32 plan).
   uint32_t PortToward(int u, int v) {
     const int arc = graph_.ArcBetween(u, v);
     if (arc < 0) return 0;

@@ -20,7 +20,7 @@ namespace {
 
 // Version of the fingerprint's encoding: bump it when the encoding or what the planner depends
 // on changes, so that stored plans are re-planned once. v3: large jobs get spread candidates and
-// grid-split closes streams (issue 15): equal inputs now plan differently. v4: grid-split solves
+// grid-split closes streams: equal inputs now plan differently. v4: grid-split solves
 // its LPs with the primal simplex (another optimal vertex of the degenerate LPs: other split
 // plans for equal inputs).
 // v6: the default algorithm is `trees`, grants are split over a job's tags by their traffic

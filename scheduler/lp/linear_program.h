@@ -98,7 +98,7 @@ std::optional<double> LagrangianBound(const LinearProgram& program,
 // models are reported in Solution::status, not as errors. Stopped by `time_limit_s`: kFeasible
 // with the last primal point when it is primal feasible (its objective is NOT a bound), otherwise
 // kNoSolution; in both cases best_bound is the LagrangianBound of the last row duals, or nullopt.
-// Warm start (issue 15, item 6). Every LP solved to optimality stores its optimal basis in a
+// Warm start. Every LP solved to optimality stores its optimal basis in a
 // process-wide cache keyed by StructureKey -- the program's dimensions, sense, matrix and
 // objective, NOT its row and column bounds -- (at most 512 structures, least recently stored
 // dropped; thread-safe). A solve with `use` set starts from the stored basis of its structure,
@@ -131,7 +131,7 @@ absl::StatusOr<Solution> SolveLp(const LinearProgram& program, double time_limit
 // simplex on INAC's LPs); kPrimal the primal simplex after presolve. The optimum value is the
 // same; the optimal point of a degenerate LP may differ, and so may the time: grid-split's
 // per-job LPs (max-min λ, 1,400-3,300 columns) take 100-1,300 ms with the dual simplex and
-// 6-60 ms with the primal one (issue 15; docs/routing.md).
+// 6-60 ms with the primal one (docs/routing.md).
 enum class Simplex { kAutomatic, kPrimal };
 
 // Two stages on one CLP model: solves `program`, then keeps its objective within a relative

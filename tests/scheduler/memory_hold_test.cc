@@ -1,4 +1,4 @@
-// Issue 15 items 5 and 7: one hold-time model for the grant and the rate cap (the controller's
+// One hold-time model for the grant and the rate cap (the controller's
 // ComputePlan, which `inac plan` also runs), the simulator's straggler model, and ESA against
 // ATP and SwitchML under stragglers.
 #include <gtest/gtest.h>

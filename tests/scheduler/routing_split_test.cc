@@ -39,31 +39,10 @@ core::Link L(const std::string& a, const std::string& b, double gbps) {
   return l;
 }
 
-// GRID's setting (ALGORITHMS.md section 4): fat-tree k=8, 6 hosts per edge switch, 100 Gbps
-// links and PS ingress, C_v uniform in [100, 3200], INA on every edge switch ("tor") or a random
-// 20 % ("random:0.2"), one PS, k = 8 paths; workers and PS drawn from the hosts by `seed`.
+// GRID's setting with 8 candidate paths.
 PlanningInput GridSetting(uint64_t seed, int workers, const char* placement) {
-  core::GeneratorOptions o;
-  o.seed = seed;
-  o.ina = *core::ParseInaPlacement(placement);
-  o.link_gbps = 100;
-  o.processing_gbps_lo = 100;
-  o.processing_gbps_hi = 3200;
-  auto t = core::GenerateFatTree(8, o, 6);
-  EXPECT_TRUE(t.ok()) << t.status();
-  PlanningInput in;
-  in.topology = *t;
-  in.seed = seed;
+  PlanningInput in = testing::GridSetting(seed, workers, placement);
   in.options.paths = 8;
-  std::vector<std::string> hosts;
-  for (const auto& h : in.topology.hosts) hosts.push_back(h.id);
-  std::mt19937_64 rng(seed * 7919 + workers);
-  std::shuffle(hosts.begin(), hosts.end(), rng);
-  std::vector<std::string> w(hosts.begin(), hosts.begin() + workers);
-  for (auto& h : in.topology.hosts) {
-    if (h.id == hosts[workers]) h.ingress_gbps = 100;
-  }
-  in.jobs.push_back(JobInput{1, fixtures::PsJobSpec("j", w, {hosts[workers]})});
   return in;
 }
 

@@ -23,31 +23,7 @@
 namespace inac::scheduler {
 namespace {
 
-// GRID's simulation setting (bench/routing_bench.cc): fat-tree k=8, 6 hosts per edge switch,
-// 100 Gbps links, PS ingress 100 Gbps, processing uniform in [100, 3200] Gbps.
-PlanningInput GridSetting(uint64_t seed, int workers, const char* placement) {
-  core::GeneratorOptions o;
-  o.seed = seed;
-  o.ina = *core::ParseInaPlacement(placement);
-  o.link_gbps = 100;
-  o.processing_gbps_lo = 100;
-  o.processing_gbps_hi = 3200;
-  auto t = core::GenerateFatTree(8, o, 6);
-  EXPECT_TRUE(t.ok()) << t.status();
-  PlanningInput in;
-  in.topology = *t;
-  in.seed = seed;
-  std::vector<std::string> hosts;
-  for (const auto& h : in.topology.hosts) hosts.push_back(h.id);
-  std::mt19937_64 rng(seed * 7919 + workers);
-  std::shuffle(hosts.begin(), hosts.end(), rng);
-  std::vector<std::string> w(hosts.begin(), hosts.begin() + workers);
-  for (auto& h : in.topology.hosts) {
-    if (h.id == hosts[workers]) h.ingress_gbps = 100;
-  }
-  in.jobs.push_back(JobInput{1, fixtures::PsJobSpec("j", w, {hosts[workers]})});
-  return in;
-}
+using testing::GridSetting;
 
 double RateOf(const std::string& algorithm, const PlanningInput& in) {
   auto planned = PlanRouting(algorithm, in);

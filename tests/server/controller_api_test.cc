@@ -1,4 +1,4 @@
-// The controller's behaviour through the REST API (issue 7, "Controller loop"), in-process: a
+// The controller's behaviour through the REST API (docs/controller.md, "Data flow"), in-process: a
 // temp-file SQLite database, FakeSwitchClients the test inspects, the real scheduler. The loop
 // runs a pass when woken; Sync() waits for one (no timed assertions).
 #include <gtest/gtest.h>
@@ -679,7 +679,7 @@ TEST_F(ControllerApiTest, RestartKeepsThePlanAndReconvergesTheSwitches) {
 namespace inac::server::testing {
 namespace {
 
-// GET /jobs is bounded in bytes as well as in jobs (issue 14, item 5): jobs stored before the
+// GET /jobs is bounded in bytes as well as in jobs: jobs stored before the
 // input limits existed (here: written to the store directly, bypassing validation) with 700 KB
 // specs make a 1,000-job page stop at 4 MiB, and following next_after still returns every job
 // exactly once.
