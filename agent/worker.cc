@@ -29,6 +29,19 @@ struct TagRun {
   int64_t base = 0;           // lowest chunk without result (or acknowledgement)
   int64_t next = 0;           // next chunk to consider for sending
   bool results_seen = false;  // a result of this iteration arrived
+  // Congestion control (WorkerOptions::congestion_control): chunks allowed ahead of `base`,
+  // within [1, window]; grows by one per result (slow start, below ssthresh) or by 1/cwnd, halves
+  // on a retransmission timeout, at most once per round trip (a chunk first sent after the last
+  // cut). Kept across iterations.
+  double cwnd = 0;
+  double ssthresh = 0;
+  int64_t cut_us = 0;  // when cwnd was last cut
+
+  // How far past `base` chunks may be out.
+  int64_t Limit(bool congestion_control) const {
+    if (!congestion_control) return window;
+    return std::clamp<int64_t>(static_cast<int64_t>(cwnd), 1, window);
+  }
 
   uint32_t Slot(uint32_t chunk) const {
     switch (slot_mode) {
@@ -173,6 +186,46 @@ class Worker {
     if (options_.acknowledged_window && options_.window == 0) {
       run->window = std::min(run->window, kDefaultWindow);
     }
+    // A re-plan keeps the run's congestion state (the path is mostly the same); a fresh run
+    // starts small.
+    auto before = cwnd_of_.find(span.tag);
+    if (before != cwnd_of_.end()) {
+      run->cwnd = before->second.first;
+      run->ssthresh = before->second.second;
+    } else {
+      run->cwnd = std::min<double>(kInitialCongestionWindow, run->window);
+      run->ssthresh = run->window;
+    }
+  }
+
+  // A result of a chunk of run `r` sent once: the window grows (slow start below ssthresh, one
+  // chunk per round trip above it).
+  void OnNewResult(TagRun& r) {
+    if (r.cwnd < r.ssthresh) {
+      r.cwnd += 1;
+    } else {
+      r.cwnd += 1.0 / std::max(1.0, r.cwnd);
+    }
+    r.cwnd = std::min<double>(r.cwnd, r.window);
+    cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
+  }
+
+  // A retransmission timeout of a chunk of `r` first sent at `sent_us`: the window halves, once
+  // per round trip (losses of one burst count once).
+  void OnTimeout(TagRun& r, int64_t sent_us) {
+    if (sent_us < r.cut_us) return;
+    r.ssthresh = std::max(r.cwnd / 2, 2.0);
+    r.cwnd = r.ssthresh;
+    r.cut_us = NowUs();
+    ++report_.window_cuts;
+    cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
+  }
+
+  // Pacing: first copies leave at most at twice the rate cwnd / SRTT (no pacing before an RTT
+  // sample), so that a window does not enter a slow switch as one burst.
+  int64_t PacingGapUs(const TagRun& r) const {
+    if (!options_.congestion_control || srtt_us_ <= 0) return 0;
+    return static_cast<int64_t>(static_cast<double>(srtt_us_) / (2.0 * std::max(1.0, r.cwnd)));
   }
 
   ChunkState& State(const TagRun& r, int64_t k) {
@@ -257,11 +310,23 @@ class Worker {
           if (absl::Status s = Adopt(std::move(next), it); !s.ok()) return s;
         }
       }
+      int64_t paced_until = 0;  // the earliest a paced run may send again (0: none waits)
       for (size_t i = 0; i < runs_.size(); ++i) {
         TagRun& r = runs_[i];
-        while (r.next < r.span.chunks && r.next < r.base + r.window) {
+        const int64_t limit = r.Limit(options_.congestion_control);
+        while (r.next < r.span.chunks && r.next < r.base + limit) {
           const ChunkState& st = State(r, r.next);
           if (!st.done && !st.acked && !(st.sent && st.sent_tag == r.span.tag)) {
+            const int64_t gap = PacingGapUs(r);
+            if (gap > 0) {
+              const int64_t at = NowUs();
+              if (at < next_send_us_) {
+                paced_until =
+                    paced_until == 0 ? next_send_us_ : std::min(paced_until, next_send_us_);
+                break;
+              }
+              next_send_us_ = std::max(next_send_us_, at - gap) + gap;
+            }
             Send(i, it, r.next, /*retransmit=*/false);
           }
           ++r.next;
@@ -270,6 +335,7 @@ class Worker {
       int64_t now = NowUs();
       int64_t wait = 100000;
       if (!timers_.empty()) wait = std::clamp<int64_t>(timers_.top().at_us - now, 0, wait);
+      if (paced_until > 0) wait = std::clamp<int64_t>(paced_until - now, 0, wait);
       if (socket_->Wait(wait)) {
         Datagram d;
         while (socket_->TryReceive(&d)) {
@@ -283,6 +349,7 @@ class Worker {
         ChunkState& st = chunks_[static_cast<size_t>(t.g)];
         const uint32_t i = owner_[static_cast<size_t>(t.g)];
         if (st.done || st.deadline_us != t.at_us || i == kNotMine) continue;  // answered, re-armed
+        if (options_.congestion_control && !st.acked) OnTimeout(runs_[i], st.sent_us);
         st.timeout_us = std::min(st.timeout_us * 2, options_.max_timeout_ms * 1000);
         Send(i, it, t.g - runs_[i].span.first_chunk, /*retransmit=*/true);
       }
@@ -406,7 +473,10 @@ class Worker {
       }
     }
     st.done = true;
-    if (!st.resent && !st.acked) SampleRtt(NowUs() - st.sent_us);
+    if (!st.resent && !st.acked) {
+      SampleRtt(NowUs() - st.sent_us);
+      if (options_.congestion_control) OnNewResult(r);
+    }
     --remaining_;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
@@ -478,6 +548,8 @@ class Worker {
   int64_t srtt_us_ = -1;
   int64_t rttvar_us_ = 0;
   int64_t rto_us_;  // current retransmission timeout (RFC 6298), kInitialRtoMs before a sample
+  int64_t next_send_us_ = 0;  // pacing: the earliest the next first copy leaves
+  std::unordered_map<uint32_t, std::pair<double, double>> cwnd_of_;  // tag -> (cwnd, ssthresh)
 };
 
 }  // namespace
@@ -506,7 +578,8 @@ nlohmann::json WorkerReportJson(const WorkerReport& r) {
                   {"send_errors", r.send_errors},
                   {"dropped_by_test_hook", r.dropped_by_hook},
                   {"resent_on_new_tag", r.resent_on_new_tag},
-                  {"acknowledgements", r.acknowledgements}};
+                  {"acknowledgements", r.acknowledgements},
+                  {"window_cuts", r.window_cuts}};
   j["plans"] = r.plans;
   j["check"] = r.checked ? "ok" : "skipped";
   return j;

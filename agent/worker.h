@@ -14,7 +14,8 @@
 //  - Window W per tag: `window` when non-zero (a test forces contention by exceeding the grant),
 //    else the grant, else kDefaultWindow. Chunk c + W is sent only once the result of chunk c has
 //    arrived (a sliding window over the lowest chunk without result), so a slot is reused only
-//    after the result of the chunk that used it.
+//    after the result of the chunk that used it. With congestion_control (the default) only
+//    min(cwnd, W) chunks are out past the lowest without result, and first copies are paced.
 //  - Retransmission: a chunk without result after the retransmission timeout is sent again with
 //    RETRANSMIT, the timeout doubling per copy up to max_timeout_ms. The first copy's timeout is
 //    RFC 6298's RTO: 1 s before the first sample (2.1), then SRTT + 4 RTTVAR from results of
@@ -58,6 +59,8 @@
 namespace inac::agent {
 
 inline constexpr uint32_t kDefaultWindow = 64;
+// The congestion window a tag starts with (WorkerOptions::congestion_control).
+inline constexpr uint32_t kInitialCongestionWindow = 8;
 
 struct WorkerOptions {
   std::string worker;      // this host's id (a member of the tags)
@@ -88,6 +91,13 @@ struct WorkerOptions {
   // `check` compares with the sum of these workers' synthetic gradients instead of the tag's
   // members' (Rina: the ring's sum over every worker of the job).
   std::vector<std::string> check_workers;
+  // Congestion control: the grant W is an upper bound, not a burst. Per tag a congestion window
+  // cwnd (kInitialCongestionWindow at first, at most W) limits the chunks out past the lowest one
+  // without result; it grows by one per result of a chunk sent once below ssthresh (initially W),
+  // by 1/cwnd above it, and halves on a retransmission timeout, once per round trip. First copies
+  // are paced at twice cwnd / SRTT. Slots stay chunk mod W (the window's slot rule). false: the
+  // whole window W is sent at once, as before.
+  bool congestion_control = true;
 };
 
 struct WorkerReport {
@@ -107,6 +117,7 @@ struct WorkerReport {
   std::vector<int64_t> plans;     // plan versions run under: the first, then each one adopted
   int64_t resent_on_new_tag = 0;  // chunks sent again because a re-plan changed their tag
   int64_t acknowledgements = 0;   // WorkerOptions::acknowledged_window: chunks acknowledged
+  int64_t window_cuts = 0;        // congestion control: times a congestion window was halved
   bool checked = false;
 };
 

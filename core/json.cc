@@ -919,7 +919,8 @@ Json SwitchIntentToJson(const SwitchIntent& s) {
                     {"upstream_address", AddressJson(j.upstream_address)},
                     {"self_address", AddressJson(j.self_address)},
                     {"slot_offset", j.slot_offset},
-                    {"window", j.window}});
+                    {"window", j.window},
+                    {"upstream_slot_shift", j.upstream_slot_shift}});
   }
   Json inputs = Json::array();
   for (const AggregationInputIntent& i : s.inputs) {
@@ -988,6 +989,9 @@ absl::StatusOr<SwitchIntent> SwitchIntentFromJson(const Json& json) {
           if (e.Has("self_address")) ReadAddress(e, "self_address", &j.self_address);
           if (e.Has("slot_offset")) u32(e, "slot_offset", &j.slot_offset);
           if (e.Has("window")) u32(e, "window", &j.window);
+          if (e.Has("upstream_slot_shift")) {
+            e.Int32("upstream_slot_shift", &j.upstream_slot_shift, true);
+          }
           s.jobs.push_back(j);
         }
       }

@@ -563,9 +563,14 @@ class Deriver {
   }
 
   // Splits each job's aggregators on a switch over its tags there (SplitGrant, by the tags'
-  // weights) and lays out windows in tag order; the region is the window (static pools) or the
-  // switch's whole pool (shared memory).
+  // weights). A chain child forwards its aggregate in the slot its workers chose, so every switch
+  // of a tag must index the same chunk alike: the tag has one window, the least of its non-zero
+  // shares over its switches (a switch whose share is 0 gets no region and falls back). Regions
+  // are then laid out per switch in tag order: static pools of the window, or the switch's whole
+  // pool (shared memory) with the windows one after the other. A chain child's
+  // upstream_slot_shift moves the slot from its window to its parent's.
   void LayOutRegions() {
+    std::map<uint32_t, int64_t> window_of;  // tag -> its window over its tree (-1: none yet)
     for (size_t u = 0; u < builders_.size(); ++u) {
       std::map<JobId, std::vector<JobAggregationIntent*>> by_job;  // each in tag order
       for (auto& [tag, ji] : builders_[u].jobs) by_job[ji.job_id].push_back(&ji);
@@ -575,25 +580,49 @@ class Deriver {
         std::vector<double> weights;
         for (const JobAggregationIntent* ji : tags) weights.push_back(weight_of_[ji->tag]);
         const std::vector<int64_t> split = SplitGrant(total, weights);
-        for (size_t k = 0; k < tags.size(); ++k) tags[k]->window = static_cast<uint32_t>(split[k]);
+        for (size_t k = 0; k < tags.size(); ++k) {
+          tags[k]->window = static_cast<uint32_t>(split[k]);
+          auto [w, fresh] = window_of.try_emplace(tags[k]->tag, -1);
+          if (split[k] > 0) w->second = w->second < 0 ? split[k] : std::min(w->second, split[k]);
+        }
       }
+    }
+    std::map<std::pair<uint32_t, uint32_t>, JobAggregationIntent*> by_address;
+    for (size_t u = 0; u < builders_.size(); ++u) {
       const int64_t pool =
           std::min<int64_t>(kAggregatorSlots, std::max<int64_t>(0, graph_.aggregators(u)));
       uint32_t base = 0;
       for (auto& [tag, ji] : builders_[u].jobs) {
-        const uint32_t count = ji.window;
-        ji.slot_offset = base;
-        if (shared_) {
+        const uint32_t count =
+            ji.window == 0 ? 0 : static_cast<uint32_t>(std::max<int64_t>(0, window_of[tag]));
+        ji.window = count;
+        if (count == 0) {  // every slot is beyond the region: the switch falls back
+          ji.aggregator_base = 0;
+          ji.aggregator_count = 0;
+          ji.slot_offset = 0;
+        } else if (shared_) {
           ji.aggregator_base = 0;
           ji.aggregator_count = static_cast<uint32_t>(pool);
           // Windows wrap around the shared pool.
-          if (pool > 0) ji.slot_offset = static_cast<uint32_t>(base % pool);
+          ji.slot_offset = pool > 0 ? static_cast<uint32_t>(base % pool) : 0;
         } else {
           ji.aggregator_base = base;
           ji.aggregator_count = count;
           ji.slot_offset = 0;
         }
         base += count;
+        by_address[{tag, ji.self_address}] = &ji;
+      }
+    }
+    // A chain child is an input of its parent under the child's own address.
+    for (size_t v = 0; v < builders_.size(); ++v) {
+      for (const auto& [key, input] : builders_[v].inputs) {
+        auto child = by_address.find({input.tag, input.source_address});
+        if (child == by_address.end()) continue;
+        const JobAggregationIntent& parent = builders_[v].jobs.at(input.tag);
+        JobAggregationIntent* ji = child->second;
+        ji->upstream_slot_shift = static_cast<int32_t>(static_cast<int64_t>(parent.slot_offset) -
+                                                       static_cast<int64_t>(ji->slot_offset));
       }
     }
   }

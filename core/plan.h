@@ -201,9 +201,14 @@ struct JobAggregationIntent {
   // Not written to the switch: the slots the workers use for this tag, [slot_offset,
   // slot_offset + window) within the region (they pick slot_offset + chunk mod window). Equal to
   // the region under static pools; under shared memory the region is the switch's whole pool and
-  // the window is the tag's grant, placed so that tags collide only beyond their grants.
+  // the window is placed so that tags collide only beyond their grants. The window is the same
+  // on every switch of the tag that has a region (upstream_slot_shift aligns the offsets).
   uint32_t slot_offset = 0;
   uint32_t window = 0;
+  // Added (mod 2^32) to the slot of what this switch sends toward the PS: a chain child's
+  // aggregate lands in its parent's window (the parent's slot_offset minus this switch's; 0
+  // elsewhere, and under static pools, whose slots are relative to each region).
+  int32_t upstream_slot_shift = 0;
 
   bool operator==(const JobAggregationIntent&) const = default;
 };
@@ -299,12 +304,15 @@ inline constexpr uint32_t kMaxMulticastGroup = 32767;
 // without workers, and its upstream route runs through the parent on to the PS: one level of
 // chains, loop-free, or none); a result tree rooted at the PS
 // over the links those paths use (breadth-first, so loop-free, each switch replicating only toward
-// its children); `ina_host` entries for every host of a job in the plan. A tag's window on a switch
+// its children); `ina_host` entries for every host of a job in the plan. A tag's share on a switch
 // is its part of the job's grant there (JobPlan::aggregators) by SplitGrant over the job's tags on
-// that switch (PS tags weighted by JobTag::weight, ring racks equally). Aggregator regions per
-// switch in tag order: static pools of each tag's window, or, with memory_policy "esa"/"atp", the
-// switch's whole pool (aggregators, at most 32768) shared by all its tags with each tag's window
-// placed as the static layout would place it ("atp": priorities 0, so nothing preempts).
+// that switch (PS tags weighted by JobTag::weight, ring racks equally). Slots line up along a
+// chain: a tag has one window, the least of its non-zero shares over its switches (a switch whose
+// share is 0 gets aggregator_count 0 and falls back), and a chain child's upstream_slot_shift
+// moves its aggregate's slot into its parent's window. Aggregator regions per switch in tag
+// order: static pools of each tag's window, or, with memory_policy "esa"/"atp", the switch's whole
+// pool (aggregators, at most 32768) shared by all its tags with each tag's window placed as the
+// static layout would place it ("atp": priorities 0, so nothing preempts).
 // Ring jobs (JobPlan::ring, core/ring_intents.h): each abstract rack (core::RingRacksOf) is a tag
 // as above whose PS is the rack's agent (RingRackTag; its workers' flows end at the ToR, its
 // AggregatorPlan leads to the agent, results are multicast from the ToR to the rack's workers),

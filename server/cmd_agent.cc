@@ -74,6 +74,7 @@ struct CommonArgs {
   int64_t size_bytes = 1 << 20;
   int64_t iterations = 1;
   uint32_t window = 0;
+  bool no_congestion_control = false;
   bool json = false;
   std::string bind = "0.0.0.0";
   uint16_t port = agent::kInaUdpPort;
@@ -110,6 +111,9 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
   cmd->add_option("--window", a->window,
                   "Chunks in flight per tag (0: the grant, or 64 without one). A window larger "
                   "than the grant forces aggregator contention (testing)");
+  cmd->add_flag("--no-congestion-control", a->no_congestion_control,
+                "Workers: send the whole window at once, unpaced, never shrinking it on loss "
+                "(the behaviour before congestion control; for comparisons)");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of the table");
   cmd->add_option("--bind", a->bind, "IPv4 address of the data-plane socket")
       ->capture_default_str();
@@ -278,6 +282,7 @@ void SetWorkerOptions(const WorkerArgs& a, const agent::JobConfig& config,
   o->iterations = a.iterations;
   o->seed = a.seed;
   o->window = a.window;
+  o->congestion_control = !a.no_congestion_control;
   o->timeout_ms = a.timeout_ms;
   o->max_timeout_ms = std::max(a.max_timeout_ms, a.timeout_ms);
   o->give_up_ms = a.give_up_ms;

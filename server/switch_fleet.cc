@@ -63,7 +63,8 @@ namespace {
 constexpr int64_t kContactRefreshMs = 60000;
 
 int64_t EntryCount(const core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+  // Each aggregation is an ina_job and an ina_live entry.
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
                               intent.multicast_groups.size() + intent.host_ports.size());
 }
 
@@ -72,6 +73,7 @@ int64_t EntryCount(const core::SwitchIntent& intent) {
 std::vector<TableOccupancy> TablesOf(const core::SwitchIntent& intent) {
   auto n = [](size_t v) { return static_cast<int64_t>(v); };
   return {{"ina_job", n(intent.jobs.size()), 4096},
+          {"ina_live", n(intent.jobs.size()), 4096},
           {"ina_worker", n(intent.inputs.size()), 65536},
           {"ina_route", n(intent.routes.size()), 65536},
           {"ina_host", n(intent.host_ports.size()), 1024},

@@ -71,6 +71,12 @@ absl::StatusOr<IntentTranslator> IntentTranslator::Create(P4InfoIndex p4info) {
   INAC_ASSIGN_OR_RETURN(j.priority, p.ActionParam(j.action_id, "priority"));
   INAC_ASSIGN_OR_RETURN(j.upstream, p.ActionParam(j.action_id, "upstream_addr"));
   INAC_ASSIGN_OR_RETURN(j.self, p.ActionParam(j.action_id, "self_addr"));
+  INAC_ASSIGN_OR_RETURN(j.slot_shift, p.ActionParam(j.action_id, "slot_shift"));
+
+  LiveIds& l = t.live_;
+  INAC_ASSIGN_OR_RETURN(l.table_id, Table(p, kInaLiveTable));
+  INAC_ASSIGN_OR_RETURN(l.action_id, p.ActionId("IngressImpl.occupant_live"));
+  INAC_ASSIGN_OR_RETURN(l.occupant, p.MatchField(l.table_id, "meta.occupant"));
 
   WorkerIds& w = t.worker_;
   INAC_ASSIGN_OR_RETURN(w.table_id, Table(p, kInaWorkerTable));
@@ -130,6 +136,22 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::JobEntry(
   INAC_RETURN_IF_ERROR(
       AddParam(action, job_.upstream, job.upstream_address, where, "upstream_addr"));
   INAC_RETURN_IF_ERROR(AddParam(action, job_.self, job.self_address, where, "self_addr"));
+  // int32 shift travels as its two's complement bit<32> (the switch adds it mod 2^32).
+  INAC_RETURN_IF_ERROR(AddParam(action, job_.slot_shift,
+                                static_cast<uint32_t>(job.upstream_slot_shift), where,
+                                "slot_shift"));
+  entry.set_metadata(absl::StrCat(job.job_id));
+  return entity;
+}
+
+absl::StatusOr<p4::v1::Entity> IntentTranslator::LiveEntry(
+    const core::JobAggregationIntent& job) const {
+  p4::v1::Entity entity;
+  auto& entry = *entity.mutable_table_entry();
+  entry.set_table_id(live_.table_id);
+  const Where where{job.job_id, job.tag};
+  INAC_RETURN_IF_ERROR(AddExact(entry, live_.occupant, job.tag, where, "aggregation tag"));
+  entry.mutable_action()->mutable_action()->set_action_id(live_.action_id);
   entry.set_metadata(absl::StrCat(job.job_id));
   return entity;
 }
@@ -223,13 +245,14 @@ absl::StatusOr<p4::v1::Entity> IntentTranslator::HostEntry(const core::HostPortI
 absl::StatusOr<std::vector<p4::v1::Entity>> IntentTranslator::Translate(
     const core::SwitchIntent& intent) const {
   std::vector<p4::v1::Entity> out;
-  out.reserve(intent.multicast_groups.size() + intent.jobs.size() + intent.inputs.size() +
+  out.reserve(intent.multicast_groups.size() + 2 * intent.jobs.size() + intent.inputs.size() +
               intent.routes.size() + intent.host_ports.size());
   for (const auto& group : intent.multicast_groups) {
     INAC_ASSIGN_OR_RETURN(out.emplace_back(), MulticastGroup(group));
   }
   for (const auto& job : intent.jobs) {
     INAC_ASSIGN_OR_RETURN(out.emplace_back(), JobEntry(job));
+    INAC_ASSIGN_OR_RETURN(out.emplace_back(), LiveEntry(job));
   }
   for (const auto& input : intent.inputs) {
     INAC_ASSIGN_OR_RETURN(out.emplace_back(), InputEntry(input));
@@ -245,7 +268,8 @@ absl::StatusOr<std::vector<p4::v1::Entity>> IntentTranslator::Translate(
 
 std::vector<p4::v1::Entity> IntentTranslator::OwnedStateFilters() const {
   std::vector<p4::v1::Entity> filters;
-  for (uint32_t table : {job_.table_id, worker_.table_id, route_.table_id, host_.table_id}) {
+  for (uint32_t table :
+       {job_.table_id, live_.table_id, worker_.table_id, route_.table_id, host_.table_id}) {
     filters.emplace_back().mutable_table_entry()->set_table_id(table);
   }
   filters.emplace_back()
@@ -261,15 +285,15 @@ bool IntentTranslator::IsOwned(const p4::v1::Entity& entity) const {
   }
   if (!entity.has_table_entry()) return false;
   const uint32_t table = entity.table_entry().table_id();
-  return table == job_.table_id || table == worker_.table_id || table == route_.table_id ||
-         table == host_.table_id;
+  return table == job_.table_id || table == live_.table_id || table == worker_.table_id ||
+         table == route_.table_id || table == host_.table_id;
 }
 
 int IntentTranslator::DependencyRank(const p4::v1::Entity& entity) const {
   if (entity.has_packet_replication_engine_entry()) return 0;
   if (entity.has_table_entry()) {
     const uint32_t table = entity.table_entry().table_id();
-    if (table == job_.table_id || table == host_.table_id) return 1;
+    if (table == job_.table_id || table == live_.table_id || table == host_.table_id) return 1;
     if (table == worker_.table_id) return 2;
     if (table == route_.table_id) return 3;
   }

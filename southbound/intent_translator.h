@@ -4,7 +4,10 @@
 // The key field hdr.ina.job_id carries the aggregation tag (core/plan.h, AggregationTag).
 //   JobAggregationIntent   -> IngressImpl.ina_job    [tag] -> set_job(fan_in, input_bitmap,
 //                             mcast_grp, agg_base, agg_count, priority (int32 two's complement),
-//                             upstream_addr, self_addr)
+//                             upstream_addr, self_addr, slot_shift (the int32
+//                             upstream_slot_shift as two's complement))
+//                          -> IngressImpl.ina_live   [tag] -> occupant_live() (the tag is
+//                             aggregated here: aggregators it occupies are not free)
 //   AggregationInputIntent -> IngressImpl.ina_worker [tag, src_addr] -> set_input(index)
 //   RouteIntent            -> IngressImpl.ina_route  [tag, pkt_class, src_addr, dst_addr] ->
 //                             forward(port) | multicast(grp) | drop() (port and group both 0)
@@ -31,6 +34,7 @@ namespace inac::southbound {
 
 // Names of the INA pipeline's objects (api/p4/ina.p4).
 inline constexpr char kInaJobTable[] = "IngressImpl.ina_job";
+inline constexpr char kInaLiveTable[] = "IngressImpl.ina_live";
 inline constexpr char kInaWorkerTable[] = "IngressImpl.ina_worker";
 inline constexpr char kInaRouteTable[] = "IngressImpl.ina_route";
 inline constexpr char kInaHostTable[] = "EgressImpl.ina_host";
@@ -46,13 +50,14 @@ class IntentTranslator {
   static absl::StatusOr<IntentTranslator> Create(P4InfoIndex p4info);
 
   // The entities `intent` requires, canonical, ordered so that what is referenced comes first:
-  // multicast groups, then ina_job, ina_worker, ina_route entries. InvalidArgument when a value
-  // does not fit its P4 field (input index beyond bit<8>, port beyond bit<9>, group beyond
-  // bit<16>), when a route names both a port and a group, or when a multicast group id is 0.
+  // multicast groups, then ina_job and ina_live, ina_worker, ina_route entries. InvalidArgument
+  // when a value does not fit its P4 field (input index beyond bit<8>, port beyond bit<9>, group
+  // beyond bit<16>), when a route names both a port and a group, or when a multicast group id is 0.
   absl::StatusOr<std::vector<p4::v1::Entity>> Translate(const core::SwitchIntent& intent) const;
 
   // Single-entry builders (used by Translate; exposed for tests and tools).
   absl::StatusOr<p4::v1::Entity> JobEntry(const core::JobAggregationIntent& job) const;
+  absl::StatusOr<p4::v1::Entity> LiveEntry(const core::JobAggregationIntent& job) const;
   absl::StatusOr<p4::v1::Entity> InputEntry(const core::AggregationInputIntent& input) const;
   absl::StatusOr<p4::v1::Entity> RouteEntry(const core::RouteIntent& route) const;
   absl::StatusOr<p4::v1::Entity> MulticastGroup(const core::MulticastGroupIntent& group) const;
@@ -63,7 +68,8 @@ class IntentTranslator {
   std::vector<p4::v1::Entity> OwnedStateFilters() const;
   // True for a table entry of an INA table or a multicast group entry.
   bool IsOwned(const p4::v1::Entity& entity) const;
-  // Write-order rank: 0 multicast groups, 1 ina_job and ina_host, 2 ina_worker, 3 ina_route,
+  // Write-order rank: 0 multicast groups, 1 ina_job, ina_live and ina_host, 2 ina_worker,
+  // 3 ina_route,
   // 4 other.
   // Inserts go in increasing rank, deletes in decreasing rank.
   int DependencyRank(const p4::v1::Entity& entity) const;
@@ -88,7 +94,11 @@ class IntentTranslator {
   struct JobIds {
     uint32_t table_id = 0, action_id = 0;
     FieldInfo job_id, fan_in, input_bitmap, mcast_grp, agg_base, agg_count, priority, upstream,
-        self;
+        self, slot_shift;
+  };
+  struct LiveIds {
+    uint32_t table_id = 0, action_id = 0;
+    FieldInfo occupant;
   };
   struct WorkerIds {
     uint32_t table_id = 0, action_id = 0;
@@ -110,6 +120,7 @@ class IntentTranslator {
 
   P4InfoIndex p4info_;
   JobIds job_;
+  LiveIds live_;
   WorkerIds worker_;
   RouteIds route_;
   HostIds host_;

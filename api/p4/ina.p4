@@ -15,6 +15,10 @@
  *  - Raw chunks are summed; the aggregate, fallbacks and evicted partial sums leave for the PS
  *    from this switch's address (class UPSTREAM); retransmissions never aggregate and flush the
  *    partial sum holding their first copy; ESA preemption by strictly higher priority.
+ *  - `ina_live` (tag): the tags this switch aggregates, looked up on an aggregator's occupant: an
+ *    aggregator held by a tag without an entry (its job left) is free at once.
+ *  - A chain child's aggregate keeps its workers' slot, moved into the parent's window by the
+ *    child's `slot_shift`; every switch of a tag uses the same window.
  *  - `ina_route` (tag, class, source, destination) routes raw, upstream and result packets apart;
  *    results are replicated down a loop-free tree (destination 0 in the lookup) and `ina_host`
  *    (egress port) addresses each copy to its host (MAC and IPv4), so a UDP socket receives it.
@@ -171,6 +175,8 @@ struct metadata_t {
     bit<32> add_mask;   // all ones: the aggregator's lanes are part of the sum
     bit<32> swap_mask;  // all ones: the packet leaves with the aggregator's old lanes
     bit<32> keep_mask;  // 0 when the aggregator is released, else all ones
+    bit<32> slot_shift; // added to the slot of what leaves for the PS (a chain child's parent)
+    bit<32> occupant;   // the tag holding the aggregator, looked up in ina_live
 }
 
 parser ParserImpl(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -292,7 +298,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
     @id(0x01000001)
     action set_job(bit<32> fan_in, bit<64> input_bitmap, bit<16> mcast_grp, bit<32> agg_base,
                    bit<32> agg_count, bit<32> priority, bit<32> upstream_addr,
-                   bit<32> self_addr) {
+                   bit<32> self_addr, bit<32> slot_shift) {
         meta.fan_in = fan_in;
         meta.input_bitmap = input_bitmap;
         meta.mcast_grp = mcast_grp;
@@ -301,6 +307,7 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
         meta.priority = priority;
         meta.upstream_addr = upstream_addr;
         meta.self_addr = self_addr;
+        meta.slot_shift = slot_shift;
     }
 
     @id(0x01000002)
@@ -367,6 +374,26 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
         }
         default_action = drop();
         size = 65536;
+    }
+
+    // The tags this switch aggregates, keyed by an aggregator's occupant: an occupant without an
+    // entry belongs to a job that left (cancelled, finished, re-planned to other tags), so its
+    // aggregator is free at once, whatever its priority.
+    @id(0x01000010)
+    action occupant_live() {
+    }
+
+    @id(0x02000006)
+    table ina_live {
+        key = {
+            meta.occupant : exact;
+        }
+        actions = {
+            occupant_live;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = 4096;
     }
 
     @id(0x02000004)
@@ -656,10 +683,12 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
 
     // The packet leaves this aggregation switch for the PS (class UPSTREAM): its source becomes
     // this switch, so routes and the PS tell it apart from the workers' raw chunks; its bitmap
-    // names the inputs of this switch whose data it carries.
+    // names the inputs of this switch whose data it carries; its slot moves into the window of a
+    // parent that re-aggregates it (a chain: slot_shift, 0 elsewhere).
     @id(0x01000008)
     action to_upstream(bit<8> flag, bit<64> bitmap, bit<8> count, bit<32> upstream) {
         hdr.ina.flags = hdr.ina.flags | flag;
+        hdr.ina.slot = hdr.ina.slot + meta.slot_shift;
         hdr.ina.bitmap = bitmap;
         hdr.ina.count = count;
         hdr.ipv4.src_addr = meta.self_addr;
@@ -720,6 +749,15 @@ control IngressImpl(inout headers_t hdr, inout metadata_t meta,
                         retransmit == 0) {
                     bitmap = 0;
                     stale = 1;
+                }
+                // Another tag's leftovers: free when that tag is no longer aggregated here (its
+                // job left), whatever the priority it held the aggregator with.
+                if (bitmap != 0 && tag[63:32] != hdr.ina.job_id) {
+                    meta.occupant = tag[63:32];
+                    if (!ina_live.apply().hit) {
+                        bitmap = 0;
+                        stale = 1;
+                    }
                 }
 
                 meta.op = OP_NONE;

@@ -278,13 +278,34 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
     // The job's tags on each switch, as the data plane programs them, and the part of each
     // worker's stream they carry there (sum of x_s * range length).
     std::map<std::string, std::vector<double>> tags_at;  // switch -> weight of each tag there
-    for (const core::JobTag& tag : core::JobTagsOf(graph, jp)) {
+    const std::vector<core::JobTag> job_tags = core::JobTagsOf(graph, jp);
+    for (const core::JobTag& tag : job_tags) {
       for (const std::string& sw : tag.switches) tags_at[sw].push_back(tag.weight);
+    }
+    // A tag has one window over its whole tree (core::DeriveSwitchIntents: slots line up along
+    // a chain), the least of its shares there: every switch of a tag sizes it for the longest
+    // hold among the tag's switches, so that the least share still carries the planned rate.
+    std::map<std::string, double> hold_at;
+    for (const std::string& sw : AggregatingSwitches(graph, jp)) {
+      hold_at[sw] = GrantHoldUs(graph, jp, sw, options);
+    }
+    std::map<std::string, double> chain_hold = hold_at;
+    for (const core::JobTag& tag : job_tags) {
+      double longest = 0;
+      for (const std::string& sw : tag.switches) {
+        if (auto it = hold_at.find(sw); it != hold_at.end())
+          longest = std::max(longest, it->second);
+      }
+      for (const std::string& sw : tag.switches) {
+        if (auto it = chain_hold.find(sw); it != chain_hold.end()) {
+          it->second = std::max(it->second, longest);
+        }
+      }
     }
     for (const std::string& sw : AggregatingSwitches(graph, jp)) {
       const int node = graph.index(sw);
       const int bytes = graph.topology().switches[node].ina.aggregator_bytes;
-      const double hold = GrantHoldUs(graph, jp, sw, options);
+      const double hold = chain_hold.at(sw);
       // Per tag t its line-rate window n_t (plus one for rounding). The grant is split over the
       // tags in proportion to their weights (core::SplitGrant, rounding down), so the window
       // asked for is the least G whose proportional quota gives every tag its n_t

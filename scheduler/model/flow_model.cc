@@ -178,28 +178,41 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
   usage.rtt_us = 2 * max_route_us;
   if (!job.aggregators.empty()) {
     // Per tag, as the data plane holds it: the job's tags on each switch (core::JobTagsOf, the
-    // derivation's own rule) share its grant there by core::SplitGrant; tag t of weight
-    // w = x_s * (range length) with a aggregators sustains λ · w ≤ a · B · 8 / hold.
-    std::map<int, std::vector<double>> weights_at;  // switch -> its tags' weights, tag order
-    for (const core::JobTag& tag : core::JobTagsOf(g, RoutesOf(network, job))) {
-      for (const std::string& id : tag.switches) weights_at[g.index(id)].push_back(tag.weight);
+    // derivation's own rule) share its grant there by core::SplitGrant; a tag has one window over
+    // its whole tree, the least of its non-zero shares (core::DeriveSwitchIntents: slots line up
+    // along a chain), and tag t of weight w = x_s * (range length) with window a sustains
+    // λ · w ≤ a · B · 8 / hold on every switch that gives it a region.
+    const std::vector<core::JobTag> tags = core::JobTagsOf(g, RoutesOf(network, job));
+    std::map<int, std::vector<size_t>> tags_at;  // switch -> its tags (indices), tag order
+    for (size_t t = 0; t < tags.size(); ++t) {
+      for (const std::string& id : tags[t].switches) tags_at[g.index(id)].push_back(t);
     }
-    for (const auto& [sw, weights] : weights_at) {
+    std::vector<int64_t> window(tags.size(), -1);
+    std::map<std::pair<int, size_t>, int64_t> share;  // (switch, tag) -> its split of the grant
+    for (const auto& [sw, at] : tags_at) {
       auto it = job.aggregators.find(sw);
       if (it == job.aggregators.end()) continue;
+      std::vector<double> weights;
+      for (size_t t : at) weights.push_back(tags[t].weight);
+      const std::vector<int64_t> split = core::SplitGrant(it->second, weights);
+      for (size_t k = 0; k < at.size(); ++k) {
+        share[{sw, at[k]}] = split[k];
+        if (split[k] > 0)
+          window[at[k]] = window[at[k]] < 0 ? split[k] : std::min(window[at[k]], split[k]);
+      }
+    }
+    for (const auto& [key, split] : share) {
+      const auto [sw, t] = key;
+      if (split <= 0 || !(tags[t].weight > 0)) continue;
       auto hold_it = job.hold_us.find(sw);
       const double hold = hold_it != job.hold_us.end() ? hold_it->second : usage.rtt_us;
       if (hold <= 0) continue;
       const int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
-      const std::vector<int64_t> windows = core::SplitGrant(it->second, weights);
-      for (size_t t = 0; t < weights.size(); ++t) {
-        if (!(weights[t] > 0)) continue;
-        const double cap = static_cast<double>(windows[t]) * bytes * 8.0 / (hold * 1e3);
-        const double limit = cap / weights[t];
-        if (limit < usage.memory_limit_gbps) {
-          usage.memory_limit_gbps = limit;
-          usage.memory_switch = sw;
-        }
+      const double cap = static_cast<double>(window[t]) * bytes * 8.0 / (hold * 1e3);
+      const double limit = cap / tags[t].weight;
+      if (limit < usage.memory_limit_gbps) {
+        usage.memory_limit_gbps = limit;
+        usage.memory_switch = sw;
       }
     }
   }

@@ -637,5 +637,123 @@ TEST(DataplaneContractTest, RinaRacksAndRingHops) {
   EXPECT_GT(hops, 30);
 }
 
+// Slots along chains: what the workers and switches of every tag do with chunk c, by the rules of
+// docs/ina-pipeline.md ("Slots"), computed from the intents alone. A worker whose aggregation
+// node gives the tag a region and a window W picks slot (slot_offset + c mod W) mod
+// aggregator_count there (beyond the region, aggregator_count, when the window is 0); a switch
+// aggregates a packet of slot s in aggregator aggregator_base + s when s < aggregator_count (else
+// it falls back), and sends its aggregate on with slot s + upstream_slot_shift. The test proves,
+// over random multi-job plans with chains under every memory policy, that each aggregating
+// switch receives every input of chunk c in one aggregator of the tag's window (so chunk c
+// aggregates at every level), that a switch without a region for the tag falls back, and that
+// two tags never share an aggregator on a switch whose windows fit its pool: nothing of a tag
+// is lost to misaligned or colliding slots while windows and grants allow it.
+class SlotModel {
+ public:
+  SlotModel(const Topology& t, const std::vector<SwitchIntent>& intents) {
+    for (const SwitchIntent& si : intents) {
+      for (const auto& j : si.jobs) {
+        jobs_[{j.tag, j.self_address}] = &j;
+        switch_of_[{j.tag, j.self_address}] = si.switch_id;
+      }
+      for (const auto& in : si.inputs) {
+        for (const auto& j : si.jobs) {
+          if (j.tag == in.tag) inputs_[{j.tag, j.self_address}].push_back(in.source_address);
+        }
+      }
+    }
+    for (const Switch& s : t.switches) switch_address_.insert(NodeAddress(t, s.id));
+  }
+
+  // The slot the aggregation at (tag, switch address `at`) sees for chunk `c` from each input;
+  // fails the test when they differ or leave the window. Returns the common slot.
+  int64_t SlotAt(uint32_t tag, uint32_t at, uint32_t c, const std::string& where) {
+    const JobAggregationIntent& j = *jobs_.at({tag, at});
+    std::set<int64_t> slots;
+    for (uint32_t src : inputs_[{tag, at}]) {
+      if (switch_address_.contains(src) && jobs_.contains({tag, src})) {
+        const JobAggregationIntent& child = *jobs_.at({tag, src});
+        const int64_t s = SlotAt(tag, src, c, where);
+        if (child.aggregator_count == 0 || s >= child.aggregator_count) {
+          ++child_fallbacks;  // the child falls back: nothing of it aggregates here
+          continue;
+        }
+        slots.insert(static_cast<uint32_t>(s + child.upstream_slot_shift));
+      } else {
+        // A worker aggregated here: the worker's rule with this switch's region and window.
+        slots.insert(WorkerSlot(j, c));
+      }
+    }
+    EXPECT_LE(slots.size(), 1u) << where << ": tag " << tag << " chunk " << c << " arrives at "
+                                << switch_of_[{tag, at}] << " in slots "
+                                << absl::StrJoin(slots, ",");
+    if (slots.empty()) return j.aggregator_count;
+    const int64_t s = *slots.begin();
+    if (j.aggregator_count > 0 && j.window > 0) {
+      // Inside the tag's window: [slot_offset, slot_offset + window) mod aggregator_count.
+      const int64_t rel = (s - j.slot_offset + j.aggregator_count) % j.aggregator_count;
+      EXPECT_LT(rel, j.window) << where << ": tag " << tag << " chunk " << c << " at "
+                               << switch_of_[{tag, at}] << " slot " << s << " outside its window";
+      ++aggregated;
+    }
+    return s;
+  }
+
+  static int64_t WorkerSlot(const JobAggregationIntent& j, uint32_t c) {
+    if (j.aggregator_count == 0 || j.window == 0) return j.aggregator_count;
+    return (static_cast<int64_t>(j.slot_offset) + c % j.window) % j.aggregator_count;
+  }
+
+  std::map<std::pair<uint32_t, uint32_t>, const JobAggregationIntent*> jobs_;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> switch_of_;
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> inputs_;
+  std::set<uint32_t> switch_address_;
+  int64_t aggregated = 0, child_fallbacks = 0;
+};
+
+TEST(DataplaneContractTest, SlotsLineUpAlongChainsAndTagsNeverCollide) {
+  std::mt19937 rng(20261128);
+  int64_t chained_aggregations = 0, checked = 0;
+  for (int round = 0; round < 36; ++round) {
+    GeneratorOptions o;
+    o.ina = *ParseInaPlacement(round % 2 == 0 ? "all" : "random:0.7");
+    o.seed = 400 + round;
+    Topology t = round % 3 == 0 ? *GenerateLeafSpine(3, 2, 4, o) : *GenerateFatTree(4, o);
+    Plan plan = RandomPlan(t, rng, 2 + round % 3, /*max_ranges=*/round % 2 ? 8 : 2,
+                           /*chains=*/true);
+    plan.memory_policy = round % 3 == 0 ? "esa" : round % 3 == 1 ? "atp" : "switchml";
+    const std::string name = absl::StrCat("slot round ", round, " (", plan.memory_policy, ")");
+    const auto intents = DeriveSwitchIntents(t, plan);
+    SlotModel model(t, intents);
+    const Graph g(t);
+    for (const SwitchIntent& si : intents) {
+      // Per switch: the aggregators each tag's chunks use, over two windows of chunks.
+      std::map<int64_t, uint32_t> owner;
+      int64_t windows = 0;
+      for (const auto& j : si.jobs) windows += j.window;
+      const int64_t pool = std::min<int64_t>(32768, g.aggregators(g.index(si.switch_id)));
+      for (const auto& j : si.jobs) {
+        for (uint32_t c = 0; c < 2 * std::max<uint32_t>(j.window, 1); ++c) {
+          const int64_t s = model.SlotAt(j.tag, j.self_address, c, name);
+          ++checked;
+          if (j.aggregator_count == 0 || s >= j.aggregator_count) continue;
+          const int64_t index = j.aggregator_base + s;
+          auto [it, fresh] = owner.try_emplace(index, j.tag);
+          if (windows <= pool) {
+            EXPECT_EQ(it->second, j.tag) << name << ": tags " << it->second << " and " << j.tag
+                                         << " share aggregator " << index << " on " << si.switch_id;
+          }
+        }
+        if (HasFailure()) return;
+      }
+      for (const auto& in : si.inputs) {
+        if (model.switch_address_.contains(in.source_address)) ++chained_aggregations;
+      }
+    }
+  }
+  EXPECT_GT(chained_aggregations, 20) << "the generator must make chains";
+  EXPECT_GT(checked, 1000);
+}
+
 }  // namespace
 }  // namespace inac::core

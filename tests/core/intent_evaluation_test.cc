@@ -199,21 +199,24 @@ TEST(IntentEvaluationTest, TwoLevelChainHoldsToThePsThroughTheParent) {
   const Topology t = ChainFabric();
   const uint32_t tag = AggregationTag(4, 0);
   // Loads per unit: every link 1, processing s1 2 and s2 2 (w3 and s1's aggregate); none binds
-  // at 100 Gbps before memory. ATP holds an aggregator until the result returns:
-  //   s1: 2 + 2 * (3 + 5) + 2 = 20 µs: 10 * 248 / (20 * 125) = 0.992 Gbps;
+  // at 100 Gbps before memory. The tag has one window over its tree (slots line up along the
+  // chain): the least of its grants, 8. ATP holds an aggregator until the result returns:
+  //   s1: 2 + 2 * (3 + 5) + 2 = 20 µs: 8 * 248 / (20 * 125) = 0.7936 Gbps;
   //   s2: 2 + 2 * 5 + 2 = 14 µs: 8 * 248 / (14 * 125) = 1.1337 Gbps.
   auto rates = Evaluate(t, ChainPlan("atp", 10, 8));
   ASSERT_EQ(rates.size(), 1u);
   EXPECT_TRUE(rates[0].problems.empty()) << Problems(rates[0]);
-  EXPECT_NEAR(rates[0].rate_gbps, 10 * 248.0 / (20 * 125), kTol);
+  EXPECT_NEAR(rates[0].rate_gbps, 8 * 248.0 / (20 * 125), kTol);
   EXPECT_EQ(rates[0].bottleneck, absl::StrCat("memory s1 tag ", tag));
   // SwitchML (static pools) holds as ATP does.
   rates = Evaluate(t, ChainPlan("switchml", 10, 8));
-  EXPECT_NEAR(rates[0].rate_gbps, 10 * 248.0 / (20 * 125), kTol);
-  // ESA frees it when the aggregate completes: 2 µs. s1: 10 * 248 / 250 = 9.92; s2: 7.936.
+  EXPECT_NEAR(rates[0].rate_gbps, 8 * 248.0 / (20 * 125), kTol);
+  // ESA frees it when the aggregate completes: 2 µs. s1: 8 * 248 / 250 = 7.936, s2 the same.
   rates = Evaluate(t, ChainPlan("esa", 10, 8));
   EXPECT_NEAR(rates[0].rate_gbps, 8 * 248.0 / (2 * 125), kTol);
-  EXPECT_EQ(rates[0].bottleneck, absl::StrCat("memory s2 tag ", tag));
+  // With the larger grant on the parent, the child's grant is the window: 8 on both.
+  rates = Evaluate(t, ChainPlan("esa", 8, 10));
+  EXPECT_NEAR(rates[0].rate_gbps, 8 * 248.0 / (2 * 125), kTol);
   // Processing of the parent counts the child's aggregate as one input: 2 units at s2.
   Topology slow = ChainFabric();
   slow.switches[1].ina.processing_gbps = 3;
