@@ -28,8 +28,9 @@ IntentTranslator Translator() {
 }
 
 // A switch intent that uses every INA table and every action of ina_route: per job one ina_job
-// entry (priorities of both signs), `inputs` ina_worker entries, one forward route per worker,
-// a multicast route for the result and a multicast group; job 0 also gets a drop route.
+// entry (priorities of both signs) and its ina_live entry, `inputs` ina_worker entries, one
+// forward route per worker, a multicast route for the result and a multicast group; job 0 also
+// gets a drop route.
 core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version) {
   core::SwitchIntent intent;
   intent.switch_id = "leaf1";
@@ -58,8 +59,8 @@ core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version) {
 }
 
 int64_t EntityCount(const core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
-                              intent.multicast_groups.size());
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+                              intent.multicast_groups.size() + intent.host_ports.size());
 }
 
 // The canonical fingerprints of everything INAC owns on the switch, sorted.

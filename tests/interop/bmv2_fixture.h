@@ -34,10 +34,12 @@ inline constexpr uint64_t kDevice = 5;
 southbound::IntentTranslator Translator();
 
 // A switch intent that uses every INA table and every action of ina_route: per job one ina_job
-// entry (priorities of both signs), `inputs` ina_worker entries, one forward route per worker,
-// a multicast route for the result and a multicast group; job 0 also gets a drop route.
-// Job j has id 100 + j and multicast group 1 + j.
+// entry (priorities of both signs) and its ina_live entry, `inputs` ina_worker entries, one
+// forward route per worker, a multicast route for the result and a multicast group; job 0 also
+// gets a drop route. Job j has id 100 + j and multicast group 1 + j.
 core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version = 1);
+// The number of P4Runtime entities `intent` requires: two per aggregation (ina_job, ina_live),
+// one per input, route, multicast group and host port.
 int64_t EntityCount(const core::SwitchIntent& intent);
 
 // The canonical fingerprints of everything INAC owns on the switch, sorted (a failed read is a

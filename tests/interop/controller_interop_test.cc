@@ -1,4 +1,4 @@
-// The controller (`inac serve` of this build) programming real BMv2 switches (issue 11, part 3):
+// The controller (`inac serve` of this build) programming real BMv2 switches:
 // a leaf-spine fabric of simple_switch_grpc processes whose topology endpoints say target
 // "bmv2", so the controller pushes P4Info + p4c's JSON. Jobs are submitted over REST and every
 // switch is read back over P4Runtime (tests/system/harness.h: SwitchReader, AwaitConverged).
@@ -40,9 +40,11 @@ constexpr auto kRestoreBound = std::chrono::seconds(60);
 
 Json TestConfig() { return Json{{"timer_ms", 500}}; }
 
+// The P4Runtime entities `intent` requires: two per aggregation (ina_job, ina_live), one per
+// input, route, multicast group and host port.
 int64_t EntryCount(const core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
-                              intent.multicast_groups.size());
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+                              intent.multicast_groups.size() + intent.host_ports.size());
 }
 
 // The value of an unlabelled metric in GET /metrics (Prometheus text); -1 when absent.

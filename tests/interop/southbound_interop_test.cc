@@ -91,8 +91,9 @@ TEST_F(Bmv2Test, ReconcileInsertsModifiesAndDeletesEveryInaTableAndMulticastGrou
   EXPECT_EQ(again->read, EntityCount(intent));
   EXPECT_EQ(again->unchanged, EntityCount(intent));
 
-  // Modify: one changed action parameter per table, an action change (forward -> multicast),
-  // and a multicast group with other replicas.
+  // Modify: one changed action parameter per table with parameters (ina_live has none, so the
+  // job's ina_live entry stays), an action change (forward -> multicast), and a multicast group
+  // with other replicas.
   core::SwitchIntent modified = intent;
   modified.version = 2;
   modified.jobs[0].priority = -7;          // ina_job: set_job's priority (two's complement)
@@ -132,8 +133,9 @@ TEST_F(Bmv2Test, ReconcileInsertsModifiesAndDeletesEveryInaTableAndMulticastGrou
   }
   stats = client->Reconcile(next);
   ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->deleted, 1 + 4 + 5 + 1);
-  EXPECT_EQ(stats->inserted, 1 + 4 + 5 + 1);
+  // ina_job and ina_live, 4 inputs, 4 forward routes and the multicast route, the group.
+  EXPECT_EQ(stats->deleted, 2 + 4 + 5 + 1);
+  EXPECT_EQ(stats->inserted, 2 + 4 + 5 + 1);
   EXPECT_EQ(stats->modified + stats->failed, 0);
   for (const std::string& e : stats->errors) ADD_FAILURE() << e;
   EXPECT_EQ(Observed(), IntentState(next, translator_));
@@ -171,7 +173,7 @@ TEST_F(Bmv2Test, CountersOfEveryAggregationReadAsZero) {
 TEST_F(Bmv2Test, ALargeIntentIsRestoredAfterTheSwitchRestartsEmpty) {
   P4RuntimeSwitchClient* client = ReadyClient();
   ASSERT_NE(client, nullptr);
-  const core::SwitchIntent intent = MakeIntent(40, 16);  // 40 * (1 + 16 + 17 + 1) + 1 = 1401
+  const core::SwitchIntent intent = MakeIntent(40, 16);  // 40 * (2 + 16 + 17 + 1) + 1 = 1441
   auto stats = client->Reconcile(intent);
   ASSERT_TRUE(stats.ok()) << stats.status();
   ASSERT_EQ(stats->inserted, EntityCount(intent));

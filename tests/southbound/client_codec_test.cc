@@ -73,7 +73,9 @@ TEST(P4InfoIndexTest, ResolvesInaNamesAndAliases) {
   ASSERT_TRUE(index.ok()) << index.status();
   EXPECT_EQ(*index->TableId("IngressImpl.ina_job"), 0x02000001u);
   EXPECT_EQ(*index->TableId("ina_route"), 0x02000003u);
+  EXPECT_EQ(*index->TableId("IngressImpl.ina_live"), 0x02000006u);
   EXPECT_EQ(*index->ActionId("IngressImpl.set_job"), 0x01000001u);
+  EXPECT_EQ(*index->ActionId("IngressImpl.occupant_live"), 0x01000010u);
   EXPECT_EQ(*index->CounterId("IngressImpl.job_fallback"), 0x12000003u);
   auto field = index->MatchField(0x02000002, "hdr.ipv4.src_addr");
   ASSERT_TRUE(field.ok());
@@ -165,7 +167,7 @@ class TranslatorTest : public ::testing::Test {
 TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   auto entities = translator_->Translate(SampleIntent());
   ASSERT_TRUE(entities.ok()) << entities.status();
-  ASSERT_EQ(entities->size(), 7u);
+  ASSERT_EQ(entities->size(), 8u);
 
   // Multicast group first.
   const auto& group = (*entities)[0].packet_replication_engine_entry().multicast_group_entry();
@@ -184,7 +186,7 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   EXPECT_EQ(job.metadata(), "7");
   const auto& set_job = job.action().action();
   EXPECT_EQ(set_job.action_id(), 0x01000001u);
-  ASSERT_EQ(set_job.params_size(), 8);
+  ASSERT_EQ(set_job.params_size(), 9);
   EXPECT_EQ(set_job.params(0).value(), B({2}));                       // fan_in
   EXPECT_EQ(set_job.params(1).value(), B({3}));                       // input_bitmap
   EXPECT_EQ(set_job.params(2).value(), B({58}));                      // mcast_grp
@@ -193,26 +195,36 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
   EXPECT_EQ(set_job.params(5).value(), B({0xff, 0xff, 0xff, 0xfe}));  // priority -2
   EXPECT_EQ(set_job.params(6).value(), B({0x0a, 0, 0, 0x64}));        // upstream_addr
   EXPECT_EQ(set_job.params(7).param_id(), 8u);                        // self_addr
+  EXPECT_EQ(set_job.params(8).value(), B({0}));                       // slot_shift
+
+  // ina_live: key = tag, no parameters, beside its ina_job entry.
+  const auto& live = (*entities)[2].table_entry();
+  EXPECT_EQ(live.table_id(), 0x02000006u);
+  ASSERT_EQ(live.match_size(), 1);
+  EXPECT_EQ(live.match(0).exact().value(), B({57}));
+  EXPECT_EQ(live.action().action().action_id(), 0x01000010u);
+  EXPECT_EQ(live.action().action().params_size(), 0);
+  EXPECT_EQ(live.metadata(), "7");
 
   // ina_worker entries.
-  const auto& input = (*entities)[3].table_entry();
+  const auto& input = (*entities)[4].table_entry();
   EXPECT_EQ(input.table_id(), 0x02000002u);
   EXPECT_EQ(input.match(1).exact().value(), B({0x0a, 0, 0, 2}));
   EXPECT_EQ(input.action().action().params(0).value(), B({1}));
   EXPECT_EQ(input.metadata(), "7");
 
   // ina_route: forward, multicast, drop.
-  const auto& forward = (*entities)[4].table_entry();
+  const auto& forward = (*entities)[5].table_entry();
   EXPECT_EQ(forward.table_id(), 0x02000003u);
   EXPECT_EQ(forward.action().action().action_id(), 0x01000003u);
   EXPECT_EQ(forward.action().action().params(0).value(), B({3}));
   EXPECT_EQ(forward.match_size(), 4);                   // tag, class, source, destination
   EXPECT_EQ(forward.match(1).exact().value(), B({0}));  // class raw
-  const auto& multicast = (*entities)[5].table_entry();
+  const auto& multicast = (*entities)[6].table_entry();
   EXPECT_EQ(multicast.match(3).exact().value(), B({0}));  // destination 0
   EXPECT_EQ(multicast.action().action().action_id(), 0x01000004u);
   EXPECT_EQ(multicast.action().action().params(0).value(), B({58}));
-  const auto& drop = (*entities)[6].table_entry();
+  const auto& drop = (*entities)[7].table_entry();
   EXPECT_EQ(drop.action().action().action_id(), 0x01000005u);
   EXPECT_EQ(drop.action().action().params_size(), 0);
 
@@ -222,6 +234,16 @@ TEST_F(TranslatorTest, TranslatesEveryIntentKindInDependencyOrder) {
     ASSERT_TRUE(canonical.ok());
     EXPECT_EQ(EntityFingerprint(*canonical), EntityFingerprint(entity));
   }
+
+  // A chain child's negative upstream_slot_shift travels as its two's complement.
+  core::SwitchIntent shifted = SampleIntent();
+  shifted.jobs[0].upstream_slot_shift = -16;
+  auto shifted_entities = translator_->Translate(shifted);
+  ASSERT_TRUE(shifted_entities.ok()) << shifted_entities.status();
+  const auto& shifted_job = (*shifted_entities)[1].table_entry().action().action();
+  ASSERT_EQ(shifted_job.params_size(), 9);
+  EXPECT_EQ(shifted_job.params(8).param_id(), 9u);
+  EXPECT_EQ(shifted_job.params(8).value(), B({0xff, 0xff, 0xff, 0xf0}));
 }
 
 TEST_F(TranslatorTest, RejectsValuesThatDoNotFitThePipeline) {
@@ -287,7 +309,7 @@ TEST_F(TranslatorTest, DiffOfEqualStateIsEmptyEvenWithPaddedReadBack) {
   EXPECT_TRUE(diff->deletes.empty());
   EXPECT_TRUE(diff->modifies.empty());
   EXPECT_TRUE(diff->inserts.empty());
-  EXPECT_EQ(diff->unchanged, 7);
+  EXPECT_EQ(diff->unchanged, 8);
 }
 
 TEST_F(TranslatorTest, DiffDeletesRoutesBeforeGroupsAndInsertsGroupsFirst) {
@@ -308,7 +330,7 @@ TEST_F(TranslatorTest, DiffDeletesRoutesBeforeGroupsAndInsertsGroupsFirst) {
 
   auto diff = DiffEntities(*translator_, current, *desired);
   ASSERT_TRUE(diff.ok());
-  EXPECT_EQ(diff->current, 7);
+  EXPECT_EQ(diff->current, 8);  // the foreign entry is not INAC's
   ASSERT_EQ(diff->deletes.size(), 1u);
   EXPECT_EQ(diff->deletes[0].type(), p4::v1::Update::DELETE);
   EXPECT_EQ(diff->deletes[0].entity().table_entry().table_id(), 0x02000003u);
@@ -317,7 +339,7 @@ TEST_F(TranslatorTest, DiffDeletesRoutesBeforeGroupsAndInsertsGroupsFirst) {
   ASSERT_EQ(diff->inserts.size(), 2u);
   EXPECT_TRUE(diff->inserts[0].entity().has_packet_replication_engine_entry());
   EXPECT_EQ(diff->inserts[1].entity().table_entry().table_id(), 0x02000003u);
-  EXPECT_EQ(diff->unchanged, 5);
+  EXPECT_EQ(diff->unchanged, 6);  // the group, ina_live, two inputs, two routes
 }
 
 TEST_F(TranslatorTest, DiffRejectsConflictingDuplicatesInTheIntent) {
@@ -334,7 +356,7 @@ TEST_F(TranslatorTest, DiffRejectsConflictingDuplicatesInTheIntent) {
   ASSERT_TRUE(desired.ok());
   auto diff = DiffEntities(*translator_, {}, *desired);
   ASSERT_TRUE(diff.ok());
-  EXPECT_EQ(diff->inserts.size(), 7u);
+  EXPECT_EQ(diff->inserts.size(), 8u);
 }
 
 // --- Write error decoding ---

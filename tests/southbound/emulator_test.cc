@@ -28,10 +28,12 @@ constexpr uint32_t kInaJob = 0x02000001;
 constexpr uint32_t kInaWorker = 0x02000002;
 constexpr uint32_t kInaRoute = 0x02000003;
 constexpr uint32_t kIpv4Forward = 0x02000004;
+constexpr uint32_t kInaLive = 0x02000006;
 constexpr uint32_t kSetJob = 0x01000001;
 constexpr uint32_t kSetInput = 0x01000002;
 constexpr uint32_t kForward = 0x01000003;
 constexpr uint32_t kDrop = 0x01000005;
+constexpr uint32_t kOccupantLive = 0x01000010;
 constexpr uint32_t kJobAggregated = 0x12000001;
 constexpr uint32_t kJobFallback = 0x12000003;
 
@@ -575,17 +577,26 @@ TEST_F(EmulatorTest, WildcardReads) {
   m->mutable_exact()->set_value(Bytes({8}));
   auto* a = job.mutable_action()->mutable_action();
   a->set_action_id(kSetJob);
-  std::vector<std::string> values = {Bytes({2}),       Bytes({3}),
-                                     Bytes({0, 9}),    Bytes({0}),
-                                     Bytes({16}),      Bytes({0xFF, 0xFF, 0xFF, 0xFF}),
-                                     Be32(0x0A000001), Be32(0x0AFF0001)};
+  std::vector<std::string> values = {
+      Bytes({2}),       Bytes({3}),       Bytes({0, 9}),
+      Bytes({0}),       Bytes({16}),      Bytes({0xFF, 0xFF, 0xFF, 0xFF}),
+      Be32(0x0A000001), Be32(0x0AFF0001), Bytes({0})};
   for (size_t i = 0; i < values.size(); ++i) {
     auto* p = a->add_params();
     p->set_param_id(static_cast<uint32_t>(i + 1));
     p->set_value(values[i]);
   }
   job.set_metadata("1");
-  ASSERT_TRUE(Write({MakeUpdate(Update::INSERT, job), MakeUpdate(Update::INSERT, Worker(8, 1, 0)),
+  // The tag's ina_live entry: occupant_live, no parameters.
+  p4::v1::TableEntry live;
+  live.set_table_id(kInaLive);
+  auto* occupant = live.add_match();
+  occupant->set_field_id(1);
+  occupant->mutable_exact()->set_value(Bytes({8}));
+  live.mutable_action()->mutable_action()->set_action_id(kOccupantLive);
+  live.set_metadata("1");
+  ASSERT_TRUE(Write({MakeUpdate(Update::INSERT, job), MakeUpdate(Update::INSERT, live),
+                     MakeUpdate(Update::INSERT, Worker(8, 1, 0)),
                      MakeUpdate(Update::INSERT, Worker(8, 2, 1)),
                      MakeUpdate(Update::INSERT, LpmRoute(0x0A000000, 8, 3))})
                   .ok());
@@ -593,7 +604,7 @@ TEST_F(EmulatorTest, WildcardReads) {
   p4::v1::Entity all;
   all.mutable_table_entry();
   grpc::Status s;
-  EXPECT_EQ(Read(all, &s).size(), 4u);
+  EXPECT_EQ(Read(all, &s).size(), 5u);
   EXPECT_TRUE(s.ok());
   // One table; one entry by key; an absent key reads nothing.
   EXPECT_EQ(ReadTable(kInaWorker).size(), 2u);
@@ -611,6 +622,11 @@ TEST_F(EmulatorTest, WildcardReads) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].table_entry().metadata(), "1");
   EXPECT_EQ(jobs[0].table_entry().action().action().params(2).value(), Bytes({9}));
+  EXPECT_EQ(jobs[0].table_entry().action().action().params_size(), 9);
+  auto lives = ReadTable(kInaLive);
+  ASSERT_EQ(lives.size(), 1u);
+  EXPECT_EQ(lives[0].table_entry().action().action().action_id(), kOccupantLive);
+  EXPECT_EQ(lives[0].table_entry().action().action().params_size(), 0);
 }
 
 TEST_F(EmulatorTest, MulticastGroups) {
@@ -721,7 +737,7 @@ TEST_F(EmulatorTest, PipelineCookieSemantics) {
   EXPECT_FALSE(config.has_p4info());
   EXPECT_TRUE(config.p4_device_config().empty());
   ASSERT_TRUE(GetPipeline(Get::P4INFO_AND_COOKIE, &config).ok());
-  EXPECT_EQ(config.p4info().tables_size(), 5);
+  EXPECT_EQ(config.p4info().tables_size(), 6);
   EXPECT_TRUE(config.p4_device_config().empty());
   ASSERT_TRUE(GetPipeline(Get::DEVICE_CONFIG_AND_COOKIE, &config).ok());
   EXPECT_FALSE(config.has_p4info());

@@ -42,9 +42,9 @@ TEST(P4InfoTest, ParsesAndHasTheInaObjects) {
   EXPECT_EQ(info.pkg_info().arch(), "v1model");
   std::set<std::string> tables;
   for (const auto& t : info.tables()) tables.insert(t.preamble().name());
-  EXPECT_EQ(tables, (std::set<std::string>{"IngressImpl.ina_job", "IngressImpl.ina_worker",
-                                           "IngressImpl.ina_route", "IngressImpl.ipv4_forward",
-                                           "EgressImpl.ina_host"}));
+  EXPECT_EQ(tables, (std::set<std::string>{"IngressImpl.ina_job", "IngressImpl.ina_live",
+                                           "IngressImpl.ina_worker", "IngressImpl.ina_route",
+                                           "IngressImpl.ipv4_forward", "EgressImpl.ina_host"}));
   std::set<std::string> counters;
   for (const auto& c : info.counters()) counters.insert(c.preamble().name());
   EXPECT_EQ(counters,
@@ -99,11 +99,9 @@ TEST(P4InfoTest, NamesAliasesAndNumbering) {
     EXPECT_GT(t.match_fields_size(), 0);
     for (int i = 0; i < t.match_fields_size(); ++i) {
       EXPECT_EQ(t.match_fields(i).id(), static_cast<uint32_t>(i + 1)) << t.preamble().name();
-      const std::map<std::string, int> widths = {{"hdr.ina.job_id", 32},
-                                                 {"hdr.ipv4.src_addr", 32},
-                                                 {"hdr.ipv4.dst_addr", 32},
-                                                 {"meta.pkt_class", 8},
-                                                 {"standard_metadata.egress_port", 9}};
+      const std::map<std::string, int> widths = {
+          {"hdr.ina.job_id", 32}, {"hdr.ipv4.src_addr", 32}, {"hdr.ipv4.dst_addr", 32},
+          {"meta.pkt_class", 8},  {"meta.occupant", 32},     {"standard_metadata.egress_port", 9}};
       auto w = widths.find(t.match_fields(i).name());
       ASSERT_NE(w, widths.end()) << t.match_fields(i).name();
       EXPECT_EQ(t.match_fields(i).bitwidth(), w->second) << t.match_fields(i).name();
@@ -128,8 +126,9 @@ TEST(P4InfoTest, SetJobMatchesTheControlContract) {
   }
   ASSERT_NE(set_job, nullptr);
   std::vector<std::pair<std::string, int>> want = {
-      {"fan_in", 32},    {"input_bitmap", 64}, {"mcast_grp", 16},     {"agg_base", 32},
-      {"agg_count", 32}, {"priority", 32},     {"upstream_addr", 32}, {"self_addr", 32}};
+      {"fan_in", 32},        {"input_bitmap", 64}, {"mcast_grp", 16},
+      {"agg_base", 32},      {"agg_count", 32},    {"priority", 32},
+      {"upstream_addr", 32}, {"self_addr", 32},    {"slot_shift", 32}};
   ASSERT_EQ(set_job->params_size(), static_cast<int>(want.size()));
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(set_job->params(i).name(), want[i].first);

@@ -55,9 +55,10 @@ core::SwitchIntent MakeIntentWithHosts(int jobs, int inputs) {
   return intent;
 }
 
-// The number of P4Runtime entities (table entries and multicast groups) `intent` requires.
+// The number of P4Runtime entities (table entries and multicast groups) `intent` requires: an
+// aggregation is an ina_job and an ina_live entry.
 int64_t EntityCount(const core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
                               intent.multicast_groups.size() + intent.host_ports.size());
 }
 
@@ -335,17 +336,17 @@ TEST_P(SwitchClientContractTest, FirstReconcileInsertsTheIntentSecondWritesNothi
 
 TEST_P(SwitchClientContractTest, MovingToAnotherIntentDeletesModifiesAndInserts) {
   ConnectAndPushPipeline();
-  const core::SwitchIntent before = MakeIntent(3, 4);  // 3 * (1 + 4 + 5 + 1) = 33 entities
+  const core::SwitchIntent before = MakeIntent(3, 4);  // 3 * (2 + 4 + 5 + 1) = 36 entities
   ReconcileOk(before);
 
-  core::SwitchIntent next = MakeIntent(2, 4, 2);   // job 102 leaves: 11 entities
+  core::SwitchIntent next = MakeIntent(2, 4, 2);   // job 102 leaves: 12 entities
   next.jobs[0].priority = 9;                       // job 100 changes priority
   next.routes[0].egress_port = 31;                 // a route changes port
   next.multicast_groups[1].egress_ports = {2, 5};  // a group changes replicas
   next.inputs.push_back(core::AggregationInputIntent{800, 100, 0x0c000001, 5});  // a new input
   ReconcileStats stats = ReconcileOk(next);
   EXPECT_EQ(stats.read, EntityCount(before));
-  EXPECT_EQ(stats.deleted, 1 + 4 + 5 + 1);
+  EXPECT_EQ(stats.deleted, 2 + 4 + 5 + 1);  // ina_job, ina_live, inputs, routes, group
   EXPECT_EQ(stats.modified, 3);
   EXPECT_EQ(stats.inserted, 1);
   EXPECT_EQ(stats.unchanged, EntityCount(before) - stats.deleted - stats.modified);

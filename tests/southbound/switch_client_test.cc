@@ -73,8 +73,10 @@ core::SwitchIntent MakeIntent(int jobs, int inputs, int64_t version = 1) {
   return fixtures::SampleSwitchIntent("leaf1", jobs, inputs, version);
 }
 
+// The number of P4Runtime entities `intent` requires: an aggregation is an ina_job and an
+// ina_live entry.
 int64_t EntityCount(const core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
                               intent.multicast_groups.size());
 }
 
@@ -226,7 +228,7 @@ TEST(SwitchSessionTest, UnreachableSwitchIsUnavailableAndBackoffIsObserved) {
 
 TEST(SwitchSessionTest, ASwitchThatComesBackIsReconnectedWithoutWaitingOutTheBackoff) {
   // A backoff far longer than the test's bound: the session can only be back in time by
-  // noticing that the channel is ready again (issue 11: restore within a second of the switch
+  // noticing that the channel is ready again (the restore bound: within a second of the switch
   // accepting connections, whatever its downtime).
   auto sw = StartSwitch();
   ASSERT_NE(sw, nullptr);
@@ -357,9 +359,13 @@ TEST(SwitchSessionTest, OneFailingUpdateInABatchReportsExactlyThatUpdate) {
   ASSERT_TRUE(entities.ok());
   std::vector<p4::v1::Update> updates;
   for (auto& e : *entities) updates.push_back(Insert(e));
-  // Update 4 (an ina_worker entry) gets an input index that does not fit bit<8>.
-  ASSERT_EQ(updates[4].entity().table_entry().table_id(), t.worker_table_id());
-  updates[4]
+  // Update 6 (the first ina_worker entry, after 2 groups and 2 ina_job and ina_live pairs) gets
+  // an input index that does not fit bit<8>.
+  constexpr size_t kBad = 6;
+  ASSERT_EQ(updates[kBad - 1].entity().table_entry().table_id(),
+            t.p4info().TableId(kInaLiveTable).value_or(0));
+  ASSERT_EQ(updates[kBad].entity().table_entry().table_id(), t.worker_table_id());
+  updates[kBad]
       .mutable_entity()
       ->mutable_table_entry()
       ->mutable_action()
@@ -370,7 +376,7 @@ TEST(SwitchSessionTest, OneFailingUpdateInABatchReportsExactlyThatUpdate) {
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), updates.size());
   for (size_t i = 0; i < results->size(); ++i) {
-    if (i == 4) {
+    if (i == kBad) {
       EXPECT_EQ((*results)[i].code(), absl::StatusCode::kInvalidArgument) << (*results)[i];
     } else {
       EXPECT_TRUE((*results)[i].ok()) << i << ": " << (*results)[i];
@@ -393,7 +399,7 @@ TEST(SwitchSessionTest, BatchesAreSizeBounded) {
   ASSERT_TRUE(session.AwaitPrimary(kWait));
   ASSERT_TRUE(session.SetPipeline(P4InfoIndex::EmbeddedIna()->p4info(), "", 1).ok());
   IntentTranslator t = Translator();
-  core::SwitchIntent intent = MakeIntent(4, 4);  // 4 * (1 + 4 + 5 + 1) = 44 entities
+  core::SwitchIntent intent = MakeIntent(4, 4);  // 4 * (2 + 4 + 5 + 1) = 48 entities
   auto entities = t.Translate(intent);
   ASSERT_TRUE(entities.ok());
   std::vector<p4::v1::Update> updates;
@@ -401,7 +407,7 @@ TEST(SwitchSessionTest, BatchesAreSizeBounded) {
   int64_t batches = 0;
   auto results = session.Write(updates, &batches);
   ASSERT_TRUE(results.ok());
-  EXPECT_EQ(batches, 7);  // ceil(44 / 7)
+  EXPECT_EQ(batches, 7);  // ceil(48 / 7)
   EXPECT_EQ(SwitchState(session, t), IntentState(intent, t));
 }
 
@@ -537,7 +543,7 @@ TEST_F(ReconcileTest, MovesToANewIntentWithDeletesModifiesAndInserts) {
   next.inputs.push_back(core::AggregationInputIntent{800, 100, 0x0c000001, 5});  // a new input
   auto stats = client_->Reconcile(next);
   ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->deleted, 1 + 4 + 5 + 1);
+  EXPECT_EQ(stats->deleted, 2 + 4 + 5 + 1);  // ina_job, ina_live, inputs, routes, group
   EXPECT_EQ(stats->modified, 3);
   EXPECT_EQ(stats->inserted, 1);
   EXPECT_EQ(stats->failed, 0);
