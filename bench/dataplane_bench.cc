@@ -54,6 +54,9 @@
 // to the next. Other load on the machine (another lab, a build) slows BMv2 and shows in every
 // figure.
 //
+// `dataplane_bench leafspine [--iterations N] [SIZE ...]` runs instead the many-jobs scenario of
+// bench/dataplane_leafspine.cc (a 2x2 leaf-spine, one job alone and two sharing the spines).
+//
 // Usage: dataplane_bench [--iterations N] [SIZE ...]   (default: 3 iterations, 262144 and
 // 1048576 bytes). Needs root (network namespaces) and BMv2 (found like the interop tests:
 // $INAC_BMV2, PATH, ../shared/peers/bin); without either it prints one line saying why it
@@ -80,6 +83,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/dataplane_leafspine.h"
 #include "core/json.h"
 #include "scheduler/model/flow_model.h"
 #include "tests/fixtures/sample_jobs.h"
@@ -480,14 +484,18 @@ void Print(const Json& j) {
 int main(int argc, char** argv) {
   int iterations = 3;
   std::vector<int64_t> sizes;
+  bool leafspine = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--iterations" && i + 1 < argc) {
+    if (a == "leafspine" && i == 1) {
+      leafspine = true;
+    } else if (a == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else if (a[0] != '-' && std::atoll(a.c_str()) > 0 && std::atoll(a.c_str()) % 4 == 0) {
       sizes.push_back(std::atoll(a.c_str()));
     } else {
-      std::fprintf(stderr, "usage: dataplane_bench [--iterations N] [SIZE ...] (bytes, x4)\n");
+      std::fprintf(stderr,
+                   "usage: dataplane_bench [leafspine] [--iterations N] [SIZE ...] (bytes, x4)\n");
       return 2;
     }
   }
@@ -504,6 +512,7 @@ int main(int argc, char** argv) {
            {"skipped", "BMv2 not found: " + inac::interop::Bmv2SearchDescription()}});
     return 0;
   }
+  if (leafspine) return inac::bench::RunLeafSpine(*bmv2, sizes, iterations);
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);

@@ -96,9 +96,11 @@ inac::core::SwitchIntent MakeIntent(int jobs, int inputs) {
   return intent;
 }
 
+// P4Runtime entities of `intent` (southbound::IntentTranslator): each aggregation is an ina_job
+// and an ina_live entry.
 int64_t EntityCount(const inac::core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
-                              intent.multicast_groups.size());
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+                              intent.multicast_groups.size() + intent.host_ports.size());
 }
 
 // A target under test: where it listens and the device config its pipeline needs.

@@ -383,8 +383,12 @@ void AddLabCommand(CLI::App& app) {
   cmd->add_flag("--no-controller", up->no_controller, "Start no controller");
   cmd->add_option("--algorithm", up->algorithm,
                   "The controller's routing algorithm (`inac serve --algorithm`; default: its "
-                  "default, grid)")
+                  "default, trees)")
       ->check(CLI::IsMember(scheduler::RoutingAlgorithmNames()));
+  cmd->add_option("--memory-policy", up->memory_policy,
+                  "The controller's switch memory policy (`inac serve --memory-policy`; "
+                  "default: esa)")
+      ->check(CLI::IsMember({"esa", "atp", "switchml", "no_ina"}));
   cmd->add_option("--prefix", up->prefix,
                   "Name prefix of the lab's namespaces and interfaces (default: inl + 4 hex "
                   "digits of a hash of --dir)")

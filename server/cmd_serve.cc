@@ -49,6 +49,7 @@ struct ServeArgs {
   std::string listen;
   bool demo = false;
   std::string algorithm;
+  std::string memory_policy;
   uint64_t election_id = 0;
   std::string log_level = "info";
   std::string tls_cert;
@@ -185,6 +186,7 @@ int Serve(const ServeArgs& args) {
   if (!args.db.empty()) config.db = args.db;
   if (!args.listen.empty()) config.listen = args.listen;
   if (!args.algorithm.empty()) config.controller.algorithm = args.algorithm;
+  if (!args.memory_policy.empty()) config.controller.memory_policy = args.memory_policy;
   if (args.election_id) config.controller.election_id = args.election_id;
   if (!args.cluster_endpoints.empty()) {
     config.cluster.endpoints = absl::StrSplit(args.cluster_endpoints, ',', absl::SkipWhitespace());
@@ -427,7 +429,10 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--listen", args->listen, "REST API address host:port (default 127.0.0.1:8080)");
   cmd->add_flag("--demo", args->demo,
                 "Embedded demo: in-process emulated fat-tree k=4 fabric and sample jobs");
-  cmd->add_option("--algorithm", args->algorithm, "Routing algorithm (default grid)");
+  cmd->add_option("--algorithm", args->algorithm, "Routing algorithm (default trees)");
+  cmd->add_option("--memory-policy", args->memory_policy,
+                  "Switch memory policy: esa (default), atp, switchml or no_ina")
+      ->check(CLI::IsMember({"esa", "atp", "switchml", "no_ina"}));
   cmd->add_option("--election-id", args->election_id,
                   "P4Runtime election id (default: one above the highest stored)");
   cmd->add_option("--tls-cert", args->tls_cert,

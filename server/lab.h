@@ -153,7 +153,8 @@ struct UpArgs {
   int grpc_base_port = 0;
   int controller_port = 0;
   bool no_controller = false;
-  std::string algorithm;  // the controller's routing algorithm ("": its default)
+  std::string algorithm;      // the controller's routing algorithm ("": its default)
+  std::string memory_policy;  // the controller's memory policy ("": its default, esa)
   std::string prefix;
   std::string bmv2_log_level = "info";
 };

@@ -478,6 +478,10 @@ absl::Status StartController(Lab* lab, const core::Topology& topology, const UpA
     argv.push_back("--algorithm");
     argv.push_back(args.algorithm);
   }
+  if (!args.memory_policy.empty()) {
+    argv.push_back("--memory-policy");
+    argv.push_back(args.memory_policy);
+  }
   auto process = SpawnDetached("controller", argv, log);
   if (!process.ok()) return process.status();
   lab->processes.push_back(*process);

@@ -221,8 +221,9 @@ void SubmitMix(Rest& rest, int count, const std::string& prefix = "job-") {
   }
 }
 
+// P4Runtime entities of `intent`: each aggregation is an ina_job and an ina_live entry.
 int64_t EntryCount(const core::SwitchIntent& intent) {
-  return static_cast<int64_t>(intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
+  return static_cast<int64_t>(2 * intent.jobs.size() + intent.inputs.size() + intent.routes.size() +
                               intent.multicast_groups.size() + intent.host_ports.size());
 }
 
