@@ -77,6 +77,39 @@ class SharingTest : public DataplaneTest {
     return total > 0 ? ps["contributions"].value("in_network", 0) / total : 0;
   }
 
+  // The workers' retransmissions in `runs` (runs[0] is the PS).
+  static int64_t Retransmissions(const std::vector<AgentRun>& runs) {
+    int64_t n = 0;
+    for (size_t i = 1; i < runs.size(); ++i) {
+      n += runs[i].report.value("packets", Json::object()).value("retransmitted", int64_t{0});
+    }
+    return n;
+  }
+
+  // Aggregated in the network as the data plane allows: >= 99 % of the contributions when no
+  // chunk was retransmitted. A retransmission (a timeout: a lost packet, or a chunk that waited
+  // too long for a slower worker) never aggregates and flushes at most one partial sum, so
+  // otherwise every contribution that reached the PS outside an aggregate must be owed to one:
+  // at most 2 per retransmission (its own first copy and one flushed partner); and >= 97 % in
+  // any case (misaligned slots or blocked aggregators leave nearly nothing aggregated).
+  static void ExpectAggregated(const std::vector<AgentRun>& runs, const std::string& name) {
+    const Json& ps = runs[0].report;
+    const int64_t total = ps.value("contributions", Json::object()).value("total", int64_t{0});
+    const int64_t in = ps.value("contributions", Json::object()).value("in_network", int64_t{0});
+    const int64_t retransmissions = Retransmissions(runs);
+    std::printf(
+        "[ info ] job %s: %lld of %lld contributions in the network, %lld retransmissions\n",
+        name.c_str(), static_cast<long long>(in), static_cast<long long>(total),
+        static_cast<long long>(retransmissions));
+    ASSERT_GT(total, 0) << "job " << name << ": no report from its PS";
+    if (retransmissions == 0) {
+      EXPECT_GE(InNetwork(ps), 0.99) << "job " << name << ": " << ps.dump();
+    } else {
+      EXPECT_LE(total - in, 2 * retransmissions) << "job " << name << ": " << ps.dump();
+      EXPECT_GE(InNetwork(ps), 0.97) << "job " << name << ": " << ps.dump();
+    }
+  }
+
   // Runs the all-reduces of `jobs` (ids) side by side with `args`; expects every agent to exit 0
   // (--check: exact sums); returns each job's runs.
   std::vector<std::vector<AgentRun>> RunTogether(const std::vector<int64_t>& ids,
@@ -109,7 +142,8 @@ class SharingTest : public DataplaneTest {
 };
 
 // Two and three jobs whose trees share the chained switches (ATP's two levels: s1 and s2 children
-// of s3) each aggregate >= 99 % of their contributions in the network without loss.
+// of s3) each aggregate every chunk in the network that no retransmission took out of an
+// aggregator (ExpectAggregated: >= 99 % without retransmissions).
 class ChainedSharingTest : public SharingTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(ChainedSharingTest, EveryJobAggregatesInTheNetwork) {
@@ -127,13 +161,7 @@ TEST_P(ChainedSharingTest, EveryJobAggregatesInTheNetwork) {
   const std::set<std::string> b = AggregationSwitches(ids[1]);
   ASSERT_EQ(b, (std::set<std::string>{"s1", "s2", "s3"})) << "job b is not chained under s3";
   auto runs = RunTogether(ids, shapes, {"--size", "262144", "--iterations", "2"});
-  for (int k = 0; k < jobs; ++k) {
-    const Json& ps = runs[k][0].report;
-    std::printf("[ info ] %d jobs: job %s ps %s\n", jobs, Shapes()[k].name.c_str(),
-                ps.dump().c_str());
-    ASSERT_TRUE(ps.is_object()) << "no report from " << Shapes()[k].ps;
-    EXPECT_GE(InNetwork(ps), 0.99) << "job " << Shapes()[k].name << ": " << ps.dump();
-  }
+  for (int k = 0; k < jobs; ++k) ExpectAggregated(runs[k], Shapes()[k].name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Jobs, ChainedSharingTest, ::testing::Values(2, 3),
@@ -165,8 +193,7 @@ TEST_F(SharingTest, CancelledJobsAggregatorsServeTheNextJobAtOnce) {
   ASSERT_GT(next, 0);
   auto runs = RunAllReduce(next, {"h0", "h1"}, "h4", {"--size", "262144"}, {"--size", "262144"});
   for (const AgentRun& r : runs) EXPECT_EQ(r.exit, 0) << r.host << " (log " << r.log << ")";
-  std::printf("[ info ] next job's ps: %s\n", runs[0].report.dump().c_str());
-  EXPECT_GE(InNetwork(runs[0].report), 0.99) << runs[0].report.dump();
+  ExpectAggregated(runs, "next");
 }
 
 // Churn: three jobs share the chained switches under one memory policy; mid-run one job is
