@@ -239,7 +239,7 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
   EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);
 }
 
-// grid-split on BMv2 (issue 15): the controller splits every worker's gradient over both spines
+// grid-split on BMv2: the controller splits every worker's gradient over both spines
 // (one tag per chunk range, each range summed by its own spine), the switches sum the ranges
 // exactly; then a spine link is cut mid-run and the re-plan aggregates the job on the other
 // spine alone -- a new cut of the gradient -- which the agents follow within the iteration they
@@ -329,7 +329,7 @@ TEST_P(DataplaneLossTest, LossIsRepairedByRetransmissionAndSumsStayExact) {
 
 INSTANTIATE_TEST_SUITE_P(Loss, DataplaneLossTest, ::testing::Values(1, 5));
 
-// Rina (issue 17, docs/rina.md "Data plane"): a ring all-reduce job over one INA rack (lf0: an
+// Rina (docs/rina.md "Data plane"): a ring all-reduce job over one INA rack (lf0: an
 // agent and two rack workers) and two plain racks (lf1, lf2: one member each). The controller
 // plans it as Rina and pushes the rack's tag to lf0 and the ring hops' routes; the rack workers
 // send to lf0, which sums them toward the agent; the agent adds its own gradient, runs the ring
