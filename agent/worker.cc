@@ -36,6 +36,13 @@ struct TagRun {
   double cwnd = 0;
   double ssthresh = 0;
   int64_t cut_us = 0;  // when cwnd was last cut
+  // Loss evidence (congestion control): the latest first transmission among the chunks with a
+  // result, when the last result came, and the results of chunks sent after `base`'s first copy
+  // (three of them: fast retransmission of `base`).
+  int64_t completed_sent_us = 0;
+  int64_t last_result_us = 0;
+  int64_t dup_base = -1;
+  int dups = 0;
 
   // How far past `base` chunks may be out.
   int64_t Limit(bool congestion_control) const {
@@ -221,6 +228,39 @@ class Worker {
     cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
   }
 
+  // Loss detection from later results applies to plain workers with congestion control (a Rina
+  // rack worker's results come after the ring, all at once).
+  bool LossEvidenceMode() const {
+    return options_.congestion_control && !options_.acknowledged_window;
+  }
+
+  // True when chunk state `st` of run `r`, whose first copy timed out, is probably lost: a chunk
+  // first sent after it already has its result (every worker sends in order, so its copies of
+  // this chunk left before), or no result of the run came for two RTOs since it was sent.
+  bool LikelyLost(const TagRun& r, const ChunkState& st, int64_t now) const {
+    if (r.completed_sent_us > st.sent_us) return true;
+    return now - std::max(r.last_result_us, st.sent_us) >= 2 * rto_us_;
+  }
+
+  // After a result of a chunk first sent at `sent_us` in run `r` (index `run`): three results of
+  // chunks sent after the lowest chunk without result retransmit it at once (TCP's fast
+  // retransmit), halving the window.
+  void FastRetransmit(size_t run, int64_t it, int64_t sent_us) {
+    TagRun& r = runs_[run];
+    if (r.base >= r.span.chunks) return;
+    ChunkState& b = State(r, r.base);
+    if (!b.sent || b.done || b.acked || b.resent || b.sent_us >= sent_us) return;
+    if (r.dup_base != r.base) {
+      r.dup_base = r.base;
+      r.dups = 0;
+    }
+    if (++r.dups != 3) return;
+    OnTimeout(r, b.sent_us);
+    b.timeout_us = std::min(b.timeout_us * 2, options_.max_timeout_ms * 1000);
+    Send(run, it, r.base, /*retransmit=*/true);
+    ++report_.fast_retransmissions;
+  }
+
   // Pacing: first copies leave at most at twice the rate cwnd / SRTT (no pacing before an RTT
   // sample), so that a window does not enter a slow switch as one burst.
   int64_t PacingGapUs(const TagRun& r) const {
@@ -349,6 +389,15 @@ class Worker {
         ChunkState& st = chunks_[static_cast<size_t>(t.g)];
         const uint32_t i = owner_[static_cast<size_t>(t.g)];
         if (st.done || st.deadline_us != t.at_us || i == kNotMine) continue;  // answered, re-armed
+        if (LossEvidenceMode() && !st.acked && !st.resent && !LikelyLost(runs_[i], st, now)) {
+          // Nothing sent after it has completed and results still flow: the chunk most likely
+          // waits in its aggregator for a slower worker. A retransmission would flush the partial
+          // sum to the PS; wait one more timeout instead.
+          st.deadline_us = now + st.timeout_us;
+          timers_.push(Timer{st.deadline_us, t.g});
+          ++report_.timeouts_deferred;
+          continue;
+        }
         if (options_.congestion_control && !st.acked) OnTimeout(runs_[i], st.sent_us);
         st.timeout_us = std::min(st.timeout_us * 2, options_.max_timeout_ms * 1000);
         Send(i, it, t.g - runs_[i].span.first_chunk, /*retransmit=*/true);
@@ -477,11 +526,14 @@ class Worker {
       SampleRtt(NowUs() - st.sent_us);
       if (options_.congestion_control) OnNewResult(r);
     }
+    r.completed_sent_us = std::max(r.completed_sent_us, st.sent_us);
+    r.last_result_us = NowUs();
     --remaining_;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     std::copy(packet->lanes.begin(), packet->lanes.begin() + (e - b), result_.begin() + b);
     AdvanceBase(r);
+    if (LossEvidenceMode()) FastRetransmit(run, it, st.sent_us);
     return true;
   }
 
@@ -579,7 +631,9 @@ nlohmann::json WorkerReportJson(const WorkerReport& r) {
                   {"dropped_by_test_hook", r.dropped_by_hook},
                   {"resent_on_new_tag", r.resent_on_new_tag},
                   {"acknowledgements", r.acknowledgements},
-                  {"window_cuts", r.window_cuts}};
+                  {"window_cuts", r.window_cuts},
+                  {"fast_retransmissions", r.fast_retransmissions},
+                  {"timeouts_deferred", r.timeouts_deferred}};
   j["plans"] = r.plans;
   j["check"] = r.checked ? "ok" : "skipped";
   return j;

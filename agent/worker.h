@@ -95,8 +95,12 @@ struct WorkerOptions {
   // cwnd (kInitialCongestionWindow at first, at most W) limits the chunks out past the lowest one
   // without result; it grows by one per result of a chunk sent once below ssthresh (initially W),
   // by 1/cwnd above it, and halves on a retransmission timeout, once per round trip. First copies
-  // are paced at twice cwnd / SRTT. Slots stay chunk mod W (the window's slot rule). false: the
-  // whole window W is sent at once, as before.
+  // are paced at twice cwnd / SRTT. Slots stay chunk mod W (the window's slot rule). Loss is told
+  // from waiting (not with acknowledged_window): a first copy's timeout retransmits only when a
+  // chunk sent after it already has its result or no result came for two RTOs (else the chunk
+  // waits in an aggregator for a slower worker, and the timer is re-armed); three results of
+  // chunks sent after the lowest chunk without result retransmit it at once (fast retransmit).
+  // false: the whole window W is sent at once, every timeout retransmits, as before.
   bool congestion_control = true;
 };
 
@@ -114,10 +118,12 @@ struct WorkerReport {
   int64_t ignored = 0;            // datagrams that are not results of this worker's tags
   int64_t send_errors = 0;
   int64_t dropped_by_hook = 0;
-  std::vector<int64_t> plans;     // plan versions run under: the first, then each one adopted
-  int64_t resent_on_new_tag = 0;  // chunks sent again because a re-plan changed their tag
-  int64_t acknowledgements = 0;   // WorkerOptions::acknowledged_window: chunks acknowledged
-  int64_t window_cuts = 0;        // congestion control: times a congestion window was halved
+  std::vector<int64_t> plans;        // plan versions run under: the first, then each one adopted
+  int64_t resent_on_new_tag = 0;     // chunks sent again because a re-plan changed their tag
+  int64_t acknowledgements = 0;      // WorkerOptions::acknowledged_window: chunks acknowledged
+  int64_t window_cuts = 0;           // congestion control: times a congestion window was halved
+  int64_t fast_retransmissions = 0;  // of them, sent on three later results (no timeout)
+  int64_t timeouts_deferred = 0;     // first-copy timeouts without loss evidence: re-armed
   bool checked = false;
 };
 
