@@ -5,6 +5,7 @@
 // scripted PS checks the worker's side of the contract: slots, windows, retransmissions.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <set>
@@ -262,9 +263,9 @@ class ScriptedPs {
     EXPECT_TRUE(s.ok()) << s.status();
     socket_ = std::move(*s);
   }
-  // The next INA packet within 10 s, or nullopt.
-  std::optional<std::pair<InaPacket, uint32_t>> Next() {
-    for (int i = 0; i < 1000; ++i) {
+  // The next INA packet within `within_ms` (10 s), or nullopt.
+  std::optional<std::pair<InaPacket, uint32_t>> Next(int within_ms = 10000) {
+    for (int i = 0; i < within_ms / 10; ++i) {
       Datagram d;
       if (socket_->TryReceive(&d)) {
         auto p = DecodePacket(d.payload());
@@ -343,6 +344,68 @@ TEST(WorkerContractTest, SlotsWindowAndRetransmission) {
   EXPECT_GE(retransmitted, 1);
   EXPECT_GE(report->retransmissions, 1);
   EXPECT_EQ(report->iterations.size(), 2u);
+}
+
+// Congestion control: a grant of 64 is an upper bound, not a burst -- with nothing answered the
+// worker sends exactly the initial congestion window and, without any result (no loss evidence,
+// the RTO still at 1 s), nothing again; a chunk whose result is withheld while three chunks sent
+// after it are answered is sent again at once (fast retransmit), long before its timeout.
+TEST(WorkerContractTest, CongestionWindowStartsSmallAndFastRetransmitsOnLaterResults) {
+  const int b = 6;
+  const uint16_t port = PickUdpPort();
+  JobConfig c;
+  c.job_id = 9;
+  JobConfig::Tag t =
+      DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)});
+  t.members[0].aggregation_node = "s1";
+  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, 0, 100, 0, 64});  // grant 64
+  c.tags = {t};
+  ScriptedPs ps(Loopback(77, b, 1), port);
+  WorkerOptions o;
+  o.worker = "w1";
+  o.lanes = 200 * 62;  // 200 chunks
+  o.timeout_ms = 20;
+  o.max_timeout_ms = 5000;
+  o.give_up_ms = 20000;
+  o.socket = SocketOptions{Loopback(77, b, 2), port};
+  absl::StatusOr<WorkerReport> report = absl::UnknownError("not run");
+  std::thread worker([&] { report = RunWorker(c, o); });
+
+  // Nothing answered for 300 ms: the initial window, once.
+  std::vector<InaPacket> first;
+  const auto quiet_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (std::chrono::steady_clock::now() < quiet_until) {
+    auto next = ps.Next(/*within_ms=*/20);
+    if (!next.has_value()) continue;
+    first.push_back(next->first);
+    if (first.size() > kInitialCongestionWindow) break;
+  }
+  ASSERT_EQ(first.size(), kInitialCongestionWindow);
+  for (size_t k = 0; k < first.size(); ++k) {
+    EXPECT_EQ(first[k].chunk, k);
+    EXPECT_EQ(first[k].flags, 0);
+    EXPECT_EQ(first[k].slot, k % 64);
+  }
+  // Answer everything from now on except chunk 10's first copy.
+  std::set<uint32_t> answered;
+  int copies_of_10 = 0;
+  auto answer = [&](const InaPacket& p) {
+    if (p.chunk == 10 && copies_of_10++ == 0) return;  // withheld: lost
+    ps.Answer(p, Loopback(77, b, 2), port);
+    answered.insert(p.chunk);
+  };
+  for (const InaPacket& p : first) answer(p);
+  while (answered.size() < 200) {
+    auto next = ps.Next();
+    ASSERT_TRUE(next.has_value()) << "no packet from the worker";
+    answer(next->first);
+  }
+  worker.join();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(copies_of_10, 2);
+  EXPECT_EQ(report->fast_retransmissions, 1);
+  EXPECT_EQ(report->retransmissions, 1);
+  EXPECT_EQ(report->window_cuts, 1);
 }
 
 TEST(WorkerContractTest, NoGrantSendsBeyondTheRegion) {
