@@ -335,6 +335,8 @@ class Worker {
       r.base = 0;
       r.next = 0;
       r.results_seen = false;
+      r.dup_base = -1;  // chunk numbers start again
+      r.dups = 0;
       remaining_ += r.span.chunks;
     }
     timers_ = {};
