@@ -1,5 +1,5 @@
 // All-reduce goodput through BMv2 with in-network aggregation against the same workers through the
-// parameter server alone, and the flow model's prediction of both (issue 12, item 6). Prints one
+// parameter server alone, and the flow model's prediction of both. Prints one
 // JSON line per figure:
 //  - dataplane_allreduce, one per run: 4 workers and 1 PS on one BMv2 switch (a star), `inac
 //    worker --check` / `inac ps` in the namespaces of an `inac lab`, under `inac serve` with its

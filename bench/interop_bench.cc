@@ -1,5 +1,5 @@
-// INAC against BMv2 simple_switch_grpc and against the emulated switch, side by side in one run
-// (issue 11, benchmarks). Prints one JSON line per figure:
+// INAC against BMv2 simple_switch_grpc and against the emulated switch, side by side in one run.
+// Prints one JSON line per figure:
 //  - interop_write: P4Runtime write rate (ina_worker INSERTs) at 100 and 1,000 updates per batch,
 //    INAC's SwitchSession::Write next to a raw stub sending pre-built requests (what the target
 //    absorbs from one client with no client work), and for BMv2 the Python client's reference

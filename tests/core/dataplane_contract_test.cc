@@ -1,5 +1,5 @@
-// The data-plane contract between core::DeriveSwitchIntents and api/p4/ina.p4, checked hop by hop
-// (issue 12, item 1): a small interpreter of what ina.p4 does with the entries of a SwitchIntent
+// The data-plane contract between core::DeriveSwitchIntents and api/p4/ina.p4, checked hop by hop:
+// a small interpreter of what ina.p4 does with the entries of a SwitchIntent
 // (ina_job, ina_worker, ina_route keyed by (tag, class, source, destination), multicast groups,
 // ina_host on egress) walks every packet class through random fabrics and plans: raw chunks from
 // every worker, aggregates and fallbacks from aggregation switches, and the PS's results. It
@@ -431,7 +431,7 @@ TEST(DataplaneContractTest, RandomPlansOnRandomFabrics) {
   }
 }
 
-// Split plans as grid-split makes them (issue 15, item 3): shards cut into up to 64 aligned
+// Split plans as grid-split makes them: shards cut into up to 64 aligned
 // ranges (one PS; 32 with two), each its own tag, each worker's range at its own node.
 TEST(DataplaneContractTest, SplitPlansWithManyRanges) {
   std::mt19937 rng(20261125);
@@ -450,7 +450,7 @@ TEST(DataplaneContractTest, SplitPlansWithManyRanges) {
   }
 }
 
-// Chains (two-level aggregation, issue 15 item 3): a switch's aggregate is an input of its parent
+// Chains (two-level aggregation): a switch's aggregate is an input of its parent
 // (an ina_worker entry for the child's address), its upstream route runs through the parent, and
 // every chunk still reaches the PS exactly once -- aggregated twice, or all of it falling back
 // (the child's FALLBACK packets routed on through the parent) -- and every result reaches every

@@ -1,4 +1,4 @@
-// grid-split (issue 15, item 3): split plans that realise the LP's fractional aggregation, the
+// grid-split: split plans that realise the LP's fractional aggregation, the
 // flow model's union-of-ranges stream size, the 64-range tag layout and the fan-in cuts.
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// System tests of issue 7 ("Done when"): the real `inac serve` controller and `inac switch`
+// System tests: the real `inac serve` controller and `inac switch`
 // emulated switches of this build as separate processes on loopback, driven over REST and read
 // back over P4Runtime. Each test builds its own fabric (leaf-spine, 4 leaves x 2 spines, 4 hosts
 // per leaf: 6 switch processes) in its own temporary directory; logs of every process stay there
@@ -482,7 +482,7 @@ TEST_F(SystemTest, BackupControllerTakesOverWhenThePrimaryDies) {
               seconds);
 }
 
-// Restart without changes (issue 7, "Restart"): the controller is killed, one switch restarts
+// Restart without changes: the controller is killed, one switch restarts
 // empty while it is down, and a new controller on the same database keeps the stored plan (no
 // re-plan), wins arbitration with a higher election id, pushes the pipeline to the restarted switch
 // and repairs only that switch. A job left pending by a crash between the plan's save and the
