@@ -238,19 +238,7 @@ class Lab {
                                         .gradient_bytes = size,
                                         .compute_ms = 10,
                                         .iterations = iterations});
-    systest::Response r = rest.Post("/jobs", job);
-    if (r.status != 201) {
-      *error = absl::StrCat("POST /jobs: ", r.status, " ", r.text);
-      return 0;
-    }
-    const int64_t id = r.body["id"].get<int64_t>();
-    for (int i = 0; i < 300; ++i) {
-      systest::Response g = rest.Get(absl::StrCat("/jobs/", id));
-      if (g.status == 200 && g.body["state"] == "running") return id;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    *error = absl::StrCat("job ", id, " not running within 30 s");
-    return 0;
+    return systest::SubmitAndAwaitRunning(rest, job, error);
   }
 
   void Cancel(int64_t job) {

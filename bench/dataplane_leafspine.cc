@@ -117,24 +117,13 @@ class LeafSpineLab {
 
   int64_t Submit(const JobHosts& hosts, int64_t size, std::string* error) {
     systest::Rest rest(host_port_);
-    systest::Response r = rest.Post("/jobs", fixtures::JobJson({.name = "leafspine",
-                                                                .workers = hosts.workers,
-                                                                .parameter_servers = {hosts.ps},
-                                                                .gradient_bytes = size,
-                                                                .compute_ms = 10,
-                                                                .iterations = 1000}));
-    if (r.status != 201) {
-      *error = absl::StrCat("POST /jobs: ", r.status, " ", r.text);
-      return 0;
-    }
-    const int64_t id = r.body["id"].get<int64_t>();
-    for (int i = 0; i < 300; ++i) {
-      systest::Response g = rest.Get(absl::StrCat("/jobs/", id));
-      if (g.status == 200 && g.body["state"] == "running") return id;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    *error = absl::StrCat("job ", id, " not running within 30 s");
-    return 0;
+    const Json job = fixtures::JobJson({.name = "leafspine",
+                                        .workers = hosts.workers,
+                                        .parameter_servers = {hosts.ps},
+                                        .gradient_bytes = size,
+                                        .compute_ms = 10,
+                                        .iterations = 1000});
+    return systest::SubmitAndAwaitRunning(rest, job, error);
   }
 
   void Cancel(int64_t id) {

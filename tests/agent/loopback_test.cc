@@ -287,16 +287,24 @@ class ScriptedPs {
   std::unique_ptr<UdpSocket> socket_;
 };
 
-TEST(WorkerContractTest, SlotsWindowAndRetransmission) {
-  const int b = 4;
-  const uint16_t port = PickUdpPort();
+// Job 9: worker w1 (127.77.b.2) alone in tag 576 toward a PS at 127.77.b.1, aggregated at s1
+// whose region for the tag is `count` aggregators from `base`, the workers' window at `offset`
+// of `window` aggregators.
+JobConfig OneWorkerAtS1(int b, uint32_t base, uint32_t count, uint32_t offset, uint32_t window) {
   JobConfig c;
   c.job_id = 9;
   JobConfig::Tag t =
       DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)});
   t.members[0].aggregation_node = "s1";
-  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, 100, 10, 7, 4});
+  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, base, count, offset, window});
   c.tags = {t};
+  return c;
+}
+
+TEST(WorkerContractTest, SlotsWindowAndRetransmission) {
+  const int b = 4;
+  const uint16_t port = PickUdpPort();
+  const JobConfig c = OneWorkerAtS1(b, 100, 10, 7, 4);
   ScriptedPs ps(Loopback(77, b, 1), port);
   WorkerOptions o;
   o.worker = "w1";
@@ -353,13 +361,7 @@ TEST(WorkerContractTest, SlotsWindowAndRetransmission) {
 TEST(WorkerContractTest, CongestionWindowStartsSmallAndFastRetransmitsOnLaterResults) {
   const int b = 6;
   const uint16_t port = PickUdpPort();
-  JobConfig c;
-  c.job_id = 9;
-  JobConfig::Tag t =
-      DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)});
-  t.members[0].aggregation_node = "s1";
-  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, 0, 100, 0, 64});  // grant 64
-  c.tags = {t};
+  const JobConfig c = OneWorkerAtS1(b, 0, 100, 0, 64);  // grant 64
   ScriptedPs ps(Loopback(77, b, 1), port);
   WorkerOptions o;
   o.worker = "w1";
@@ -411,13 +413,7 @@ TEST(WorkerContractTest, CongestionWindowStartsSmallAndFastRetransmitsOnLaterRes
 TEST(WorkerContractTest, NoGrantSendsBeyondTheRegion) {
   const int b = 5;
   const uint16_t port = PickUdpPort();
-  JobConfig c;
-  c.job_id = 9;
-  JobConfig::Tag t =
-      DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)});
-  t.members[0].aggregation_node = "s1";
-  t.aggregators.push_back({"s1", Loopback(77, b, 10), {"w1"}, 0, 32, 0, 0});  // window 0
-  c.tags = {t};
+  const JobConfig c = OneWorkerAtS1(b, 0, 32, 0, 0);  // window 0
   ScriptedPs ps(Loopback(77, b, 1), port);
   WorkerOptions o;
   o.worker = "w1";

@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "core/json.h"
 #include "southbound/entity_codec.h"
 #include "southbound/p4info_index.h"
@@ -356,6 +357,22 @@ Response Rest::Patch(const std::string& path, const Json& body) {
 }
 
 Response Rest::Delete(const std::string& path) { return Send("DELETE", path, ""); }
+
+int64_t SubmitAndAwaitRunning(Rest& rest, const Json& job, std::string* error) {
+  Response r = rest.Post("/jobs", job);
+  if (r.status != 201) {
+    *error = absl::StrCat("POST /jobs: ", r.status, " ", r.text);
+    return 0;
+  }
+  const int64_t id = r.body["id"].get<int64_t>();
+  for (int i = 0; i < 300; ++i) {
+    Response g = rest.Get(absl::StrCat("/jobs/", id));
+    if (g.status == 200 && g.body["state"] == "running") return id;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  *error = absl::StrCat("job ", id, " not running within 30 s");
+  return 0;
+}
 
 // ------------------------------------------------------------------------------------------------
 // Read-back

@@ -190,6 +190,10 @@ class Rest {
   std::unique_ptr<server::ApiClient> client_;  // null when host_port is not usable
 };
 
+// POSTs `job` to /jobs and waits (at most 30 s) until GET /jobs/{id} says "running" (every
+// switch programmed). The job's id, or 0 with the reason in `error`.
+int64_t SubmitAndAwaitRunning(Rest& rest, const Json& job, std::string* error);
+
 // What one switch holds: canonical INA entities by key.
 struct SwitchContent {
   std::map<std::string, std::string> by_key;  // EntityKey -> EntityFingerprint
