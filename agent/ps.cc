@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -60,7 +61,11 @@ struct Shard {
   int64_t chunks = 0;
   std::vector<bool> complete;  // per key
   std::unordered_map<int64_t, Accumulator> open;
-  std::map<int64_t, InaPacket> kept;  // the last results, by key (tag and chunk as first sent)
+  std::unordered_map<int64_t, InaPacket> kept;  // recent results, by key (tag, chunk as sent)
+  // Per tag value a result was first sent under: its kept keys, oldest first. Each tag keeps its
+  // own `keep` results, so a tag that runs ahead never pushes out the results of a slower one,
+  // whose workers may still miss them (a worker's window stops at its oldest missing result).
+  std::unordered_map<uint32_t, std::deque<int64_t>> kept_order;
   size_t keep = 256;
   std::vector<int64_t> done_in_iteration;
   int64_t iterations_done = 0;
@@ -478,8 +483,14 @@ class Ps {
   }
 
   void Keep(int64_t key, const InaPacket& r) {
-    shard_.kept[key] = r;
-    while (shard_.kept.size() > shard_.keep) shard_.kept.erase(shard_.kept.begin());
+    auto [at, fresh] = shard_.kept.insert_or_assign(key, r);
+    if (!fresh) return;  // already in its tag's order
+    std::deque<int64_t>& order = shard_.kept_order[r.tag];
+    order.push_back(key);
+    while (order.size() > shard_.keep) {
+      shard_.kept.erase(order.front());
+      order.pop_front();
+    }
   }
 
   void CountDone(int64_t it, int64_t now) {

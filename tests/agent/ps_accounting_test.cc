@@ -65,11 +65,15 @@ class PsAccountingTest : public ::testing::Test {
       cv_.notify_all();
     };
     options_.updates = &feed_;
+    Shape();
     ps_ = std::thread([this] { report_ = RunPs(config_, options_); });
     std::unique_lock<std::mutex> lock(mu_);
     ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(10), [&] { return ready_; }))
         << "the PS did not start";
   }
+
+  // A variant's change to the configuration and options before the PS starts.
+  virtual void Shape() {}
 
   // Sends from 127.77.20.`host` and waits (bounded) until the PS handled it.
   void Send(uint32_t host, uint32_t chunk, uint8_t flags, uint64_t bitmap, uint8_t count,
@@ -103,6 +107,13 @@ class PsAccountingTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no result";
     return InaPacket{};
+  }
+
+  // Discards the results that reached w1's address so far.
+  void Drain() {
+    Datagram d;
+    while (sockets_[2]->TryReceive(&d)) {
+    }
   }
 
   void Finish() {
@@ -337,6 +348,43 @@ TEST_F(PsAccountingTest, ReplanWithOtherMembersFails) {
   EXPECT_EQ(report_.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(report_.status().message().find("other members; restart the agents"), std::string::npos)
       << report_.status();
+}
+
+// The same job cut into two tags of 300 chunks each (chunks per tag well beyond the PS's 256 kept
+// results).
+class PsTwoTagsTest : public PsAccountingTest {
+ protected:
+  static constexpr uint32_t kChunksPerTag = 300;
+  void Shape() override {
+    config_.tags.push_back(config_.tags[0]);
+    config_.tags[0].end = 0.5;
+    config_.tags[1].tag = 641;
+    config_.tags[1].begin = 0.5;
+    options_.lanes = 2 * kChunksPerTag * kLanes;
+  }
+};
+
+// A tag that runs ahead must not push the results of a slower tag out of the PS's memory: a worker
+// of the slow tag that lost a result can still get it again, however far the other tag went.
+TEST_F(PsTwoTagsTest, ATagRunningAheadDoesNotEvictTheResultsOfAnother) {
+  Send(10, 0, kFlagAggregate, 0b111, 3, 7, 640);  // tag 640's chunk 0 completes
+  for (uint32_t k = 0; k < kChunksPerTag; ++k) {
+    Send(10, k, kFlagAggregate, 0b111, 3, 1, 641);
+    if (k % 32 == 0) Drain();
+  }
+  Drain();
+  // w1 never got tag 640's chunk 0: its retransmission gets the kept result.
+  Send(2, 0, kFlagRetransmit, 0, 1, 1, 640);
+  InaPacket again = Result();
+  EXPECT_EQ(again.tag, 640u);
+  EXPECT_EQ(again.chunk, 0u);
+  EXPECT_EQ(again.lanes[0], 7);
+  // Tag 640's other chunks complete, so that the run ends.
+  for (uint32_t k = 1; k < kChunksPerTag; ++k) Send(10, k, kFlagAggregate, 0b111, 3, 1, 640);
+  Finish();
+  EXPECT_TRUE(report_->complete);
+  EXPECT_EQ(report_->counters.results_forgotten, 0);
+  EXPECT_EQ(report_->counters.results_resent, 1);
 }
 
 }  // namespace
