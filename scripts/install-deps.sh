@@ -11,6 +11,7 @@ PACKAGES=(
   coinor-libclp-dev coinor-libcbc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libabsl-dev
+  libgloo-dev
   prometheus-cpp-dev
   libssl-dev
   clang-format
