@@ -62,4 +62,19 @@ void SetPacketTag(uint32_t tag, PacketBytes* bytes);
 // Parses a UDP payload; InvalidArgument (naming the length) unless it is exactly kPacketBytes.
 absl::StatusOr<InaPacket> DecodePacket(std::span<const uint8_t> payload);
 
+// Writes the header fields of `packet` (the first kHeaderBytes) into `out`, which must hold
+// kPacketBytes; the lanes are the caller's (StoreWireLanes).
+void EncodePacketHeader(const InaPacket& packet, uint8_t* out);
+
+// The header fields of a UDP payload into `out` (its lanes untouched); false unless the payload is
+// exactly kPacketBytes (DecodePacket says why).
+bool DecodePacketHeader(std::span<const uint8_t> payload, InaPacket* out);
+
+// The lanes' wire form without a packet around them (the agents' hot loops): `n` lanes at
+// `wire` (network byte order) into `out`; `lanes` into `wire`; and `wire`'s lanes added to
+// `sums` modulo 2^32. Vectorised where the CPU allows.
+void LoadWireLanes(const uint8_t* wire, int n, int32_t* out);
+void StoreWireLanes(const int32_t* lanes, int n, uint8_t* wire);
+void AddWireLanes(const uint8_t* wire, int n, uint32_t* sums);
+
 }  // namespace inac::agent

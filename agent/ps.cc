@@ -9,6 +9,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "agent/clock.h"
 #include "agent/layout.h"
@@ -27,7 +29,7 @@ void SleepUs(int64_t us) {
 constexpr int64_t kMaxLingerFactor = 10;
 
 struct Accumulator {
-  std::vector<uint8_t> counted;  // per member (canonical index)
+  absl::InlinedVector<uint8_t, 32> counted;  // per member (canonical index)
   size_t n = 0;
   std::array<uint32_t, kLanes> sum{};
   uint32_t slot = 0;
@@ -60,8 +62,8 @@ struct Shard {
   int64_t first = 0;
   int64_t chunks = 0;
   std::vector<bool> complete;  // per key
-  std::unordered_map<int64_t, Accumulator> open;
-  std::unordered_map<int64_t, InaPacket> kept;  // recent results, by key (tag, chunk as sent)
+  absl::flat_hash_map<int64_t, Accumulator> open;
+  absl::flat_hash_map<int64_t, InaPacket> kept;  // recent results, by key (tag, chunk as sent)
   // Per tag value a result was first sent under: its kept keys, oldest first. Each tag keeps its
   // own `keep` results, so a tag that runs ahead never pushes out the results of a slower one,
   // whose workers may still miss them (a worker's window stops at its oldest missing result).
@@ -173,9 +175,9 @@ class Ps {
       const bool readable = socket_->Wait(wait);
       if (absl::Status s = TakeUpdate(); !s.ok()) return s;
       if (!readable) continue;
-      Datagram d;
+      DatagramView d;
       // A configuration published before a packet arrived reads it.
-      while (socket_->TryReceive(&d)) {
+      while (socket_->Next(&d)) {
         if (absl::Status s = TakeUpdate(); !s.ok()) return s;
         const int64_t at = NowUs();
         if (OnDatagram(d, at)) last_packet = at;
@@ -228,6 +230,9 @@ class Ps {
       v.member_at[t.members[m].address] = canonical[m];
     }
     uint32_t window = std::max(options_.window, kDefaultWindow);
+    for (const JobConfig::Member& m : t.members) {
+      if (t.FindAggregator(m.aggregation_node) == nullptr) window = std::max(window, kDirectWindow);
+    }
     for (size_t a = 0; a < t.aggregators.size(); ++a) {
       const JobConfig::Aggregator& agg = t.aggregators[a];
       window = std::max(window, agg.window);
@@ -328,10 +333,13 @@ class Ps {
 
   // True when the packet belongs to one of this PS's tags and chunks.
   bool OnDatagram(const Datagram& d, int64_t now) {
+    return OnDatagram(DatagramView{d.source, d.source_port, d.payload()}, now);
+  }
+  bool OnDatagram(const DatagramView& d, int64_t now) {
     PsCounters& c = report_.counters;
     ++c.received;
-    auto packet = DecodePacket(d.payload());
-    if (!packet.ok()) {
+    InaPacket* packet = &header_;  // the header; the lanes are summed from the wire
+    if (!DecodePacketHeader(d.payload, packet)) {
       ++c.malformed;
       return false;
     }
@@ -367,7 +375,8 @@ class Ps {
                           core::FormatIpv4(d.source));
     };
     // Whose data the packet carries.
-    std::vector<int> members;
+    std::vector<int>& members = members_scratch_;
+    members.clear();
     int raw_member = -1;
     if (auto m = view.member_at.find(d.source); m != view.member_at.end()) {
       ++c.raw;
@@ -438,7 +447,7 @@ class Ps {
     }
     for (int m : members) acc.counted[static_cast<size_t>(m)] = 1;
     acc.n += members.size();
-    for (int i = 0; i < kLanes; ++i) acc.sum[i] += static_cast<uint32_t>(packet->lanes[i]);
+    AddWireLanes(d.payload.data() + kHeaderBytes, kLanes, acc.sum.data());
     const int64_t contributed = static_cast<int64_t>(members.size());
     c.contributions += contributed;
     prog.contributions += contributed;
@@ -599,15 +608,15 @@ class Ps {
     if (!options_.unicast_results) {
       // The switches replicate it to every member (any member's address routes it there): the
       // first member of the first configuration, whatever the plan.
-      (void)socket_->Send(members_.front().address, options_.socket.port, bytes);
+      (void)socket_->Queue(members_.front().address, options_.socket.port, bytes);
       return;
     }
     if (only_member >= 0) {
-      (void)socket_->Send(members_[static_cast<size_t>(only_member)].address, options_.socket.port,
-                          bytes);
+      (void)socket_->Queue(members_[static_cast<size_t>(only_member)].address, options_.socket.port,
+                           bytes);
       return;
     }
-    for (const auto& m : t.members) (void)socket_->Send(m.address, options_.socket.port, bytes);
+    for (const auto& m : t.members) (void)socket_->Queue(m.address, options_.socket.port, bytes);
   }
 
   void Resend(int64_t key, int raw_member) {
@@ -646,6 +655,8 @@ class Ps {
   std::vector<TagView> views_;
   std::unordered_map<uint32_t, size_t> tag_index_;  // value -> view
   std::vector<IterationProgress> progress_;
+  InaPacket header_;                  // OnDatagram's: the packet at hand
+  std::vector<int> members_scratch_;  // OnDatagram's: whose data it carries
   int64_t next_emit_ = 0;
   std::unique_ptr<UdpSocket> socket_;
   PsReport report_;
@@ -662,9 +673,17 @@ class Ps {
 absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options) {
   Ps ps(config, options);
   if (absl::Status s = ps.Prepare(); !s.ok()) return s;
-  absl::Status s = RunDataPlane(options.netns_fd, [&] { return ps.Run(); });
+  int64_t cpu_us = 0;
+  absl::Status s = RunDataPlane(options.netns_fd, [&] {
+    const int64_t start = ThreadCpuUs();
+    absl::Status run = ps.Run();
+    cpu_us = ThreadCpuUs() - start;
+    return run;
+  });
   if (!s.ok()) return s;
-  return ps.report();
+  PsReport report = ps.report();
+  report.cpu_us = cpu_us;
+  return report;
 }
 
 nlohmann::json PsReportJson(const PsReport& r) {
@@ -698,6 +717,7 @@ nlohmann::json PsReportJson(const PsReport& r) {
   j["contributions"] = {{"total", c.contributions}, {"in_network", c.in_network}};
   j["violations"] = r.violations;
   j["plans"] = r.plans;
+  j["cpu_ms"] = static_cast<double>(r.cpu_us) / 1000.0;
   return j;
 }
 

@@ -130,6 +130,7 @@ struct PsReport {
   PsCounters counters;
   std::vector<std::string> violations;  // the first 100, as logged
   std::vector<int64_t> plans;           // plan versions run under: the first, then each one adopted
+  int64_t cpu_us = 0;  // CPU time of the agent's data-plane threads (user + system)
 };
 
 absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options);

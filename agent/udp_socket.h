@@ -4,12 +4,32 @@
 //
 // Contract:
 //  - Open binds (SO_REUSEADDR off: a second agent on the same address and port fails with
-//    Unavailable naming the address) and asks for a 4 MiB receive buffer (the kernel may cap it).
-//  - Send never blocks for long (the socket blocks only on a full send buffer); errors are
-//    returned and counted, never fatal to the socket. The test hook drop_percent discards that
-//    share of the sends deterministically (a hash of drop_seed and the send's sequence number)
-//    before they reach the kernel; they count as sent and as dropped.
-//  - Wait/TryReceive are how the agent's loop polls; TryReceive never blocks.
+//    Unavailable naming the address; with `reuse_port` several sockets of one process share it,
+//    SO_REUSEPORT) and sizes both socket buffers to `buffer_bytes` (SO_RCVBUFFORCE where the
+//    process may, else SO_RCVBUF, which the kernel caps at net.core.rmem_max).
+//  - Two ways to send. Send puts one datagram on the wire at once (after whatever is queued).
+//    Queue copies it into a pre-allocated batch that leaves on Flush, on Wait, before Next reads
+//    from the kernel again, when the batch is full (kSendBatch datagrams) and when the socket is
+//    destroyed: one sendmmsg per batch, and
+//    within it, per destination, runs of equal-sized datagrams leave as one UDP GSO send
+//    (UDP_SEGMENT, up to kMaxSegments each) when GSO applies (`gso`: kAuto uses it for
+//    destinations in 127/8 only — a loopback receiver gets the segments as they are, while a
+//    packet socket on a veth (BMv2) would see one unsegmented frame; kOn for every destination,
+//    for real NICs; kOff never). The kernel segments a GSO send into the very datagrams that
+//    would have left one by one: what a receiver or switch sees is unchanged but for timing.
+//    Datagrams to one destination keep their order; a send the kernel refuses with GSO
+//    (EIO/EINVAL: no checksum offload) is sent again without, and GSO stays off on the socket.
+//  - Sending never blocks for long (the socket blocks only on a full send buffer); errors are
+//    counted (send_errors) and returned (Send: its own; Flush: the first of the batch), never
+//    fatal to the socket. The test hook drop_percent discards that share of the datagrams
+//    deterministically (a hash of drop_seed and the datagram's sequence number) before they reach
+//    the kernel; they count as sent and as dropped.
+//  - Receiving: recvmmsg of up to kReceiveBatch messages at a time, with UDP GRO enabled where
+//    the kernel offers it (a coalesced message is split back at its segment size); Next hands out
+//    one datagram at a time as a view into the socket's buffers, valid until the next call of
+//    Next, TryReceive, Wait or the socket's destruction; TryReceive copies one. Neither blocks.
+//  - Wait flushes the queue, then returns true at once when received datagrams are buffered,
+//    else waits (microsecond resolution) until one is queued in the kernel or `timeout_us` passed.
 //  - RunDataPlane runs `body` on a new thread, which first enters the network namespace of
 //    `netns_fd` (setns(fd, CLONE_NEWNET)) when it is >= 0, so the sockets `body` opens live
 //    there while the caller's thread (and its REST calls) stays where it was. It returns what
@@ -17,24 +37,36 @@
 // Not thread-safe: one socket per agent thread.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/packet.h"
 
 namespace inac::agent {
 
+enum class GsoMode { kOff, kAuto, kOn };
+
 struct SocketOptions {
   uint32_t bind_address = 0;  // host byte order; 0 = 0.0.0.0
   uint16_t port = kInaUdpPort;
   double drop_percent = 0;  // test hook: share of sends discarded, deterministically
   uint64_t drop_seed = 0;
+  GsoMode gso = GsoMode::kAuto;
+  bool gro = true;  // ask for UDP GRO on receive (where the kernel offers it)
+  int buffer_bytes = 4 << 20;
+  bool reuse_port = false;
 };
+
+// Parses "off", "auto" or "on".
+absl::StatusOr<GsoMode> ParseGsoMode(const std::string& text);
 
 struct Datagram {
   uint32_t source = 0;  // host byte order
@@ -44,6 +76,17 @@ struct Datagram {
   std::span<const uint8_t> payload() const { return {bytes.data(), length}; }
 };
 
+// A received datagram in the socket's own buffers (UdpSocket::Next).
+struct DatagramView {
+  uint32_t source = 0;  // host byte order
+  uint16_t source_port = 0;
+  std::span<const uint8_t> payload;
+};
+
+inline constexpr int kSendBatch = 256;
+inline constexpr int kReceiveBatch = 32;
+inline constexpr int kMaxSegments = 64;  // the kernel's UDP_MAX_SEGMENTS on every 6.x kernel
+
 class UdpSocket {
  public:
   static absl::StatusOr<std::unique_ptr<UdpSocket>> Open(const SocketOptions& options);
@@ -52,22 +95,67 @@ class UdpSocket {
   UdpSocket& operator=(const UdpSocket&) = delete;
 
   absl::Status Send(uint32_t address, uint16_t port, std::span<const uint8_t> payload);
-  // True when a datagram is queued within `timeout_us` (0: just look).
+  // Queues a copy of `payload` (at most kMaxDatagram bytes); see the contract above.
+  absl::Status Queue(uint32_t address, uint16_t port, std::span<const uint8_t> payload);
+  // Queue without the copy: `length` bytes (at most kMaxDatagram) of the batch for the caller to
+  // fill before its next call on the socket.
+  std::span<uint8_t> QueueInPlace(uint32_t address, uint16_t port, size_t length);
+  absl::Status Flush();
+  // True when a datagram is buffered or queued within `timeout_us` (0: just look).
   bool Wait(int64_t timeout_us);
-  // The next queued datagram into `out`; false when none is queued.
+  bool Next(DatagramView* out);
+  // The next datagram copied into `out`; false when none is queued.
   bool TryReceive(Datagram* out);
 
   uint64_t sent() const { return sent_; }
   uint64_t dropped() const { return dropped_; }
   uint64_t send_errors() const { return send_errors_; }
+  uint64_t send_calls() const { return send_calls_; }        // sendto/sendmmsg system calls
+  uint64_t receive_calls() const { return receive_calls_; }  // recvmmsg calls that returned data
+  uint64_t received() const { return received_; }            // datagrams handed out
+  bool gso_active() const { return gso_ != GsoMode::kOff; }
+  bool gro_active() const { return gro_; }
+
+  static constexpr size_t kMaxDatagram = 2048;
 
  private:
-  UdpSocket(int fd, const SocketOptions& options) : fd_(fd), options_(options) {}
+  UdpSocket(int fd, const SocketOptions& options);
+  bool Dropped();
+  bool UseGso(uint32_t address) const;
+  bool Refill();
+  absl::Status SendNow(uint32_t address, uint16_t port, std::span<const uint8_t> payload);
+
   int fd_;
   SocketOptions options_;
+  GsoMode gso_;
+  bool gro_ = false;
   uint64_t sent_ = 0;
   uint64_t dropped_ = 0;
   uint64_t send_errors_ = 0;
+  uint64_t send_calls_ = 0;
+  uint64_t receive_calls_ = 0;
+  uint64_t received_ = 0;
+
+  // The send batch: datagram i's bytes at send_bytes_[i * kMaxDatagram], its length and address.
+  struct Queued {
+    uint32_t address;
+    uint16_t port;
+    uint16_t length;
+  };
+  std::unique_ptr<uint8_t[]> send_bytes_;
+  std::vector<Queued> queued_;
+  std::unique_ptr<uint8_t[]> discard_;  // where a datagram the test hook drops is written
+
+  // The receive buffers: message i in receive_bytes_[i * receive_size_], filled by recvmmsg.
+  size_t receive_size_ = 0;
+  std::unique_ptr<uint8_t[]> receive_bytes_;
+  std::vector<sockaddr_storage> receive_from_;
+  std::vector<std::array<uint8_t, 64>> receive_control_;
+  std::vector<uint32_t> receive_length_;
+  std::vector<uint16_t> receive_segment_;  // GRO segment size, or the whole length
+  int receive_count_ = 0;                  // messages in the buffers
+  int receive_message_ = 0;                // the message Next reads
+  size_t receive_offset_ = 0;              // ... and the offset of its next segment
 };
 
 // Opens /var/run/netns/NAME (what `ip netns add NAME` creates); the fd, or NotFound /

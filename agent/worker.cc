@@ -189,7 +189,8 @@ class Worker {
                            ? TagRun::SlotMode::kWindow
                            : TagRun::SlotMode::kBeyond;
     }
-    run->window = options_.window > 0 ? options_.window : (grant > 0 ? grant : kDefaultWindow);
+    const uint32_t fallback = agg == nullptr ? kDirectWindow : kDefaultWindow;
+    run->window = options_.window > 0 ? options_.window : (grant > 0 ? grant : fallback);
     if (options_.acknowledged_window && options_.window == 0) {
       run->window = std::min(run->window, kDefaultWindow);
     }
@@ -379,9 +380,9 @@ class Worker {
       if (!timers_.empty()) wait = std::clamp<int64_t>(timers_.top().at_us - now, 0, wait);
       if (paced_until > 0) wait = std::clamp<int64_t>(paced_until - now, 0, wait);
       if (socket_->Wait(wait)) {
-        Datagram d;
-        while (socket_->TryReceive(&d)) {
-          if (OnDatagram(d, it)) last_progress = NowUs();
+        DatagramView d;
+        while (socket_->Next(&d)) {
+          if (OnDatagram(d.payload, it)) last_progress = NowUs();
         }
       }
       now = NowUs();
@@ -438,7 +439,7 @@ class Worker {
   void Send(size_t run, int64_t it, int64_t k, bool retransmit) {
     TagRun& r = runs_[run];
     ChunkState& st = State(r, k);
-    InaPacket p;
+    InaPacket p;  // the header; the lanes go from the gradient straight into the socket's batch
     p.tag = r.span.tag;
     p.chunk = static_cast<uint32_t>(it * r.span.chunks + k);
     p.slot = r.Slot(p.chunk);
@@ -446,9 +447,11 @@ class Worker {
     p.count = 1;
     p.bitmap = 0;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
-    std::copy(gradient_.begin() + b, gradient_.begin() + e, p.lanes.begin());
-    const PacketBytes bytes = EncodePacket(p);
-    (void)socket_->Send(r.tag->ps_address, options_.socket.port, bytes);
+    std::span<uint8_t> out =
+        socket_->QueueInPlace(r.tag->ps_address, options_.socket.port, kPacketBytes);
+    EncodePacketHeader(p, out.data());
+    StoreWireLanes(gradient_.data() + b, static_cast<int>(e - b), out.data() + kHeaderBytes);
+    std::fill(out.begin() + kHeaderBytes + 4 * (e - b), out.end(), 0);  // a short last chunk
     st.sent = true;
     st.sent_tag = r.span.tag;
     if (retransmit) {
@@ -467,9 +470,9 @@ class Worker {
 
   // True when `d` is a new result of iteration `it`. A result is read with the lanes of its tag
   // value (of any configuration adopted in this run), so results of a re-plan's old tags count.
-  bool OnDatagram(const Datagram& d, int64_t it) {
-    auto packet = DecodePacket(d.payload());
-    if (!packet.ok() || (packet->flags & kFlagResult) == 0) {
+  bool OnDatagram(std::span<const uint8_t> payload, int64_t it) {
+    InaPacket* packet = &header_;  // the header; the lanes go straight into the result
+    if (!DecodePacketHeader(payload, packet) || (packet->flags & kFlagResult) == 0) {
       ++report_.ignored;
       return false;
     }
@@ -533,7 +536,7 @@ class Worker {
     --remaining_;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
-    std::copy(packet->lanes.begin(), packet->lanes.begin() + (e - b), result_.begin() + b);
+    LoadWireLanes(payload.data() + kHeaderBytes, static_cast<int>(e - b), result_.data() + b);
     AdvanceBase(r);
     if (LossEvidenceMode()) FastRetransmit(run, it, st.sent_us);
     return true;
@@ -603,6 +606,7 @@ class Worker {
   int64_t rttvar_us_ = 0;
   int64_t rto_us_;  // current retransmission timeout (RFC 6298), kInitialRtoMs before a sample
   int64_t next_send_us_ = 0;  // pacing: the earliest the next first copy leaves
+  InaPacket header_;          // OnDatagram's: the result at hand
   std::unordered_map<uint32_t, std::pair<double, double>> cwnd_of_;  // tag -> (cwnd, ssthresh)
 };
 
@@ -611,9 +615,17 @@ class Worker {
 absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOptions& options) {
   Worker worker(config, options);
   if (absl::Status s = worker.Prepare(); !s.ok()) return s;
-  absl::Status s = RunDataPlane(options.netns_fd, [&] { return worker.Run(); });
+  int64_t cpu_us = 0;
+  absl::Status s = RunDataPlane(options.netns_fd, [&] {
+    const int64_t start = ThreadCpuUs();
+    absl::Status run = worker.Run();
+    cpu_us = ThreadCpuUs() - start;
+    return run;
+  });
   if (!s.ok()) return s;
-  return worker.report();
+  WorkerReport report = worker.report();
+  report.cpu_us = cpu_us;
+  return report;
 }
 
 nlohmann::json WorkerReportJson(const WorkerReport& r) {
@@ -638,6 +650,7 @@ nlohmann::json WorkerReportJson(const WorkerReport& r) {
                   {"timeouts_deferred", r.timeouts_deferred}};
   j["plans"] = r.plans;
   j["check"] = r.checked ? "ok" : "skipped";
+  j["cpu_ms"] = static_cast<double>(r.cpu_us) / 1000.0;
   return j;
 }
 

@@ -12,7 +12,8 @@
 //    (beyond the region: the switch falls back at once, never touching another tag's
 //    aggregators); not aggregated: slot 0.
 //  - Window W per tag: `window` when non-zero (a test forces contention by exceeding the grant),
-//    else the grant, else kDefaultWindow. Chunk c + W is sent only once the result of chunk c has
+//    else the grant, else kDefaultWindow (kDirectWindow when the member's aggregation node is
+//    its PS). Chunk c + W is sent only once the result of chunk c has
 //    arrived (a sliding window over the lowest chunk without result), so a slot is reused only
 //    after the result of the chunk that used it. With congestion_control (the default) only
 //    min(cwnd, W) chunks are out past the lowest without result, and first copies are paced.
@@ -59,6 +60,9 @@
 namespace inac::agent {
 
 inline constexpr uint32_t kDefaultWindow = 64;
+// The window of a member that sends straight to its PS (no aggregator, so no slots to share):
+// the congestion window, not a slot count, limits what is out.
+inline constexpr uint32_t kDirectWindow = 1024;
 // The congestion window a tag starts with (WorkerOptions::congestion_control).
 inline constexpr uint32_t kInitialCongestionWindow = 8;
 
@@ -125,6 +129,7 @@ struct WorkerReport {
   int64_t fast_retransmissions = 0;  // of them, sent on three later results (no timeout)
   int64_t timeouts_deferred = 0;     // first-copy timeouts without loss evidence: re-armed
   bool checked = false;
+  int64_t cpu_us = 0;  // CPU time of the agent's data-plane threads (user + system)
 };
 
 absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOptions& options);

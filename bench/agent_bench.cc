@@ -10,7 +10,8 @@
 //    cpu_s_per_gb: the process's CPU time (getrusage, every thread: the ranks and Gloo's event
 //    loops) over the timed iterations / (S x I / 1e9).
 //  - agent_allreduce, system inac_ps: one PS (agent::RunPs, unicast results) and N workers
-//    (agent::RunWorker with check: every result lane is compared with the exact sum), each a
+//    (agent::RunWorker, each with a fixed gradient; the bench compares every lane of the last
+//    iteration's result with the exact sum afterwards), each a
 //    thread, on 127.78.b.x addresses and one UDP port, S/4 int32 lanes, the default window. One
 //    warm-up iteration, then I timed ones; an iteration's time is the slowest worker's. The PS's
 //    packets in (counters.received) and out (results sent x members, plus results sent again)
@@ -244,13 +245,25 @@ Json RunInac(const Run& run, int b, double* algbw) {
   ps_options.linger_ms = 1000;
   ps_options.unicast_results = true;
   ps_options.socket = agent::SocketOptions{ps_address, port};
+  // Each worker's gradient is fixed (as a training step hands one over); the bench checks the
+  // last iteration's sums itself, so neither a generator nor a checker competes for the cores
+  // while the agents run.
+  std::vector<std::vector<int32_t>> inputs(n), results(n);
+  std::vector<int32_t> want(static_cast<size_t>(ps_options.lanes), 0);
+  for (int w = 0; w < n; ++w) {
+    inputs[w].resize(want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      inputs[w][i] = static_cast<int32_t>((i * 2654435761u + 97u * w) % 2001) - 1000;
+      want[i] += inputs[w][i];
+    }
+  }
   std::vector<agent::WorkerOptions> worker_options(n);
   for (int w = 0; w < n; ++w) {
     agent::WorkerOptions& o = worker_options[w];
     o.worker = tag.members[w].worker;
-    o.lanes = ps_options.lanes;
+    o.input = &inputs[w];
+    o.result = &results[w];
     o.iterations = total;
-    o.check = true;
     o.give_up_ms = 30000;
     o.socket = agent::SocketOptions{tag.members[w].address, port};
   }
@@ -278,7 +291,7 @@ Json RunInac(const Run& run, int b, double* algbw) {
       continue;
     }
     const agent::WorkerReport& r = *workers[w];
-    checked = checked && r.checked;
+    checked = checked && results[w] == want;
     retransmissions += r.retransmissions;
     cpu_us += r.cpu_us;
     if (static_cast<int64_t>(r.iterations.size()) != total) {
