@@ -26,6 +26,12 @@
 
 namespace inac::agent {
 
+// A PS with several threads splits its shard into blocks of this many consecutive gradient
+// chunks, dealt round-robin to its threads (agent/ps.h PsOptions::threads); workers never put
+// chunks of two blocks into one GSO send (agent/udp_socket.h), so the kernel can steer each send
+// whole. 64 = the most segments of one GSO send.
+inline constexpr int64_t kSteeringBlock = 64;
+
 struct TagSpan {
   uint32_t tag = 0;
   size_t tag_index = 0;     // index into JobConfig::tags

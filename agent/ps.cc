@@ -1,7 +1,11 @@
 #include "agent/ps.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <algorithm>
+
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -12,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/clock.h"
 #include "agent/layout.h"
 #include "agent/packet.h"
@@ -82,10 +87,113 @@ struct IterationProgress {
   int64_t retransmissions = 0;
 };
 
+// Gradient chunk g belongs to thread (g / kSteeringBlock) mod threads of a PS.
+int OwnerThread(int64_t g, int threads) { return static_cast<int>((g / kSteeringBlock) % threads); }
+
+// What the threads of one PS share (PsOptions::threads > 1): datagrams one thread received for a
+// gradient chunk another thread owns, and each iteration's progress, merged over the threads.
+class PsGroup {
+ public:
+  PsGroup(int threads, const PsOptions& options)
+      : options_(options), inbox_(static_cast<size_t>(threads)) {
+    for (Inbox& in : inbox_) in.fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    merge_.resize(static_cast<size_t>(options.iterations));
+  }
+  ~PsGroup() {
+    for (Inbox& in : inbox_) {
+      if (in.fd >= 0) ::close(in.fd);
+    }
+  }
+  int threads() const { return static_cast<int>(inbox_.size()); }
+  int wake_fd(int thread) const { return inbox_[static_cast<size_t>(thread)].fd; }
+
+  // A copy of `d` for `thread`, which wakes up for it.
+  void HandOff(int thread, const DatagramView& d) {
+    Inbox& in = inbox_[static_cast<size_t>(thread)];
+    {
+      absl::MutexLock lock(&mu_);
+      Datagram& copy = in.datagrams.emplace_back();
+      copy.source = d.source;
+      copy.source_port = d.source_port;
+      copy.length = std::min(d.payload.size(), copy.bytes.size());
+      std::memcpy(copy.bytes.data(), d.payload.data(), copy.length);
+    }
+    const uint64_t one = 1;
+    (void)!::write(in.fd, &one, sizeof(one));
+  }
+
+  // The datagrams handed to `thread` so far (`out` is replaced).
+  void TakeHandedOff(int thread, std::vector<Datagram>* out) {
+    Inbox& in = inbox_[static_cast<size_t>(thread)];
+    uint64_t count = 0;
+    (void)!::read(in.fd, &count, sizeof(count));
+    out->clear();
+    absl::MutexLock lock(&mu_);
+    std::swap(*out, in.datagrams);
+  }
+
+  // One thread's share of iteration s.iteration, which it began at first_us (-1: no packet) and
+  // completed at done_us. Once every thread has reported it (iterations in order), the iteration
+  // over all of them (first packet to last completion, counts summed) is recorded and passed to
+  // options.on_iteration, under the group's lock.
+  void Report(const IterationStats& s, int64_t first_us, int64_t done_us) {
+    absl::MutexLock lock(&mu_);
+    Merge& m = merge_[static_cast<size_t>(s.iteration)];
+    if (first_us >= 0) m.first_us = m.first_us < 0 ? first_us : std::min(m.first_us, first_us);
+    m.done_us = std::max(m.done_us, done_us);
+    m.stats.iteration = s.iteration;
+    m.stats.size_bytes = s.size_bytes;
+    m.stats.retransmissions += s.retransmissions;
+    m.stats.contributions += s.contributions;
+    m.stats.in_network += s.in_network;
+    ++m.reported;
+    while (next_ < static_cast<int64_t>(merge_.size()) &&
+           merge_[static_cast<size_t>(next_)].reported == threads()) {
+      Merge& done = merge_[static_cast<size_t>(next_)];
+      done.stats.time_ms =
+          done.first_us < 0 ? 0 : static_cast<double>(done.done_us - done.first_us) / 1000.0;
+      iterations_.push_back(done.stats);
+      if (options_.on_iteration) options_.on_iteration(done.stats);
+      ++next_;
+    }
+  }
+
+  std::vector<IterationStats> iterations() {
+    absl::MutexLock lock(&mu_);
+    return iterations_;
+  }
+
+ private:
+  struct Inbox {
+    std::vector<Datagram> datagrams;  // guarded by mu_
+    int fd = -1;
+  };
+  struct Merge {
+    int reported = 0;
+    int64_t first_us = -1;
+    int64_t done_us = -1;
+    IterationStats stats{.contributions = 0, .in_network = 0};
+  };
+  const PsOptions& options_;
+  absl::Mutex mu_;
+  std::vector<Inbox> inbox_;
+  std::vector<Merge> merge_ ABSL_GUARDED_BY(mu_);
+  std::vector<IterationStats> iterations_ ABSL_GUARDED_BY(mu_);
+  int64_t next_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 class Ps {
  public:
   Ps(const JobConfig& config, const PsOptions& options)
       : config_(std::make_shared<const JobConfig>(config)), options_(options) {}
+
+  // This PS runs as thread `thread` of `group`: it completes the gradient chunks OwnerThread
+  // gives it and hands every other datagram of its shard to its owner. Before Prepare.
+  void SetThread(int thread, PsGroup* group) {
+    thread_ = thread;
+    threads_ = group->threads();
+    group_ = group;
+  }
 
   absl::Status Prepare() {
     if (options_.ps.empty()) return absl::InvalidArgumentError("--ps: required");
@@ -132,7 +240,9 @@ class Ps {
     owner_ = ChunkOwners(layout_);
     shard_.complete.assign(static_cast<size_t>(shard_.chunks * options_.iterations), false);
     shard_.done_in_iteration.assign(static_cast<size_t>(options_.iterations), 0);
-    if (shard_.chunks == 0) shard_.iterations_done = options_.iterations;
+    owned_ = 0;
+    for (int64_t off = 0; off < shard_.chunks; ++off) owned_ += Mine(shard_.first + off) ? 1 : 0;
+    if (owned_ == 0) shard_.iterations_done = options_.iterations;
     shard_.keep = std::max<size_t>(256, 4 * static_cast<size_t>(keep_window_));
     // Deferred results go out a whole iteration at a time: keep two iterations.
     if (options_.reduce) {
@@ -147,11 +257,21 @@ class Ps {
     return absl::OkStatus();
   }
 
-  absl::Status Run() {
-    auto socket = UdpSocket::Open(options_.socket);
-    if (!socket.ok()) return socket.status();
-    socket_ = std::move(*socket);
-    if (options_.on_ready) options_.on_ready();
+  // Serves on `socket` (nullptr: opens options.socket).
+  absl::Status Run(std::unique_ptr<UdpSocket> socket = nullptr) {
+    if (socket == nullptr) {
+      SocketOptions so = options_.socket;
+      so.buffer_bytes = BufferBytes();
+      auto opened = UdpSocket::Open(so);
+      if (!opened.ok()) return opened.status();
+      socket = std::move(*opened);
+    }
+    socket_ = std::move(socket);
+    if (group_ != nullptr) {
+      socket_->set_wake_fd(group_->wake_fd(thread_));
+      if (thread_ == 0) SteerToOwners();
+    }
+    if (options_.on_ready && thread_ == 0) options_.on_ready();
     const int64_t start = NowUs();
     int64_t last_packet = start;  // the last packet of this PS's tags
     int64_t done_at = -1;
@@ -175,11 +295,20 @@ class Ps {
       const bool readable = socket_->Wait(wait);
       if (absl::Status s = TakeUpdate(); !s.ok()) return s;
       if (!readable) continue;
+      if (group_ != nullptr) {
+        group_->TakeHandedOff(thread_, &handed_);
+        for (const Datagram& h : handed_) {
+          if (absl::Status s = TakeUpdate(); !s.ok()) return s;
+          const int64_t at = NowUs();
+          if (OnDatagram(h, at)) last_packet = at;
+        }
+      }
       DatagramView d;
       // A configuration published before a packet arrived reads it.
-      while (socket_->Next(&d)) {
+      int64_t at = NowUs();
+      for (int n = 1; socket_->Next(&d); ++n) {
         if (absl::Status s = TakeUpdate(); !s.ok()) return s;
-        const int64_t at = NowUs();
+        if (n % 16 == 0) at = NowUs();  // the clock per few datagrams, not per packet
         if (OnDatagram(d, at)) last_packet = at;
         if (options_.on_packet) options_.on_packet(report_.counters);
       }
@@ -193,7 +322,39 @@ class Ps {
 
   const PsReport& report() const { return report_; }
 
+  // Receive buffer: every member's window of datagrams at ~1 KiB of kernel memory each (a
+  // 272-byte datagram's skb), at least the socket's default, at most 64 MiB.
+  int BufferBytes() const {
+    const int64_t want = static_cast<int64_t>(members_.size()) * keep_window_ * 1024;
+    return static_cast<int>(std::clamp<int64_t>(want, options_.socket.buffer_bytes, 64 << 20));
+  }
+
  private:
+  // Thread 0 of a group: the kernel steers each datagram of a known tag value to the socket of
+  // the thread that owns its gradient chunk (a classic BPF program over the INA header: tag ->
+  // the value's span, chunk -> gradient chunk g -> OwnerThread(g)); anything else to thread 0.
+  // Without the program (refused) every datagram still reaches its owner, handed off.
+  void SteerToOwners() {
+    std::vector<sock_filter> program;
+    program.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0));  // A = tag
+    // The newest values first; at most 500 of them (a cBPF program holds 4096 instructions).
+    for (size_t n = 0, i = views_.size(); i-- > 0 && n < 500;) {
+      const TagView& v = views_[i];
+      if (v.span.chunks == 0) continue;
+      ++n;
+      program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, v.tag->tag, 0, 6));
+      program.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4));  // A = chunk
+      program.push_back(BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, static_cast<uint32_t>(v.span.chunks)));
+      program.push_back(
+          BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, static_cast<uint32_t>(v.span.first_chunk)));
+      program.push_back(BPF_STMT(BPF_ALU | BPF_DIV | BPF_K, kSteeringBlock));
+      program.push_back(BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, static_cast<uint32_t>(threads_)));
+      program.push_back(BPF_STMT(BPF_RET | BPF_A, 0));
+    }
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, 0));
+    report_.steered = socket_->AttachReusePortProgram(program).ok();
+  }
+
   // Views for the tags of `config` whose PS this is (their member indices are canonical: matched
   // by worker id, so accumulators survive re-plans).
   absl::Status AddViews(const JobConfig& config) {
@@ -279,6 +440,7 @@ class Ps {
     layout_ = std::move(*layout);
     owner_ = ChunkOwners(layout_);
     report_.plans.push_back(config_->plan_version);
+    if (group_ != nullptr && thread_ == 0 && socket_ != nullptr) SteerToOwners();
     return absl::OkStatus();
   }
 
@@ -364,6 +526,14 @@ class Ps {
     const int64_t g =
         view.span.first_chunk + static_cast<int64_t>(packet->chunk) - it * view.span.chunks;
     const int64_t key = it * shard_.chunks + (g - shard_.first);
+    if (!Mine(g)) {
+      // Another thread's chunk (a datagram the kernel did not steer to it: a coalesced one, a
+      // re-plan's new tag before the steering program knew it): counted there.
+      --c.received;
+      ++c.handed_off;
+      group_->HandOff(OwnerThread(g, threads_), d);
+      return true;
+    }
     IterationProgress& prog = progress_[static_cast<size_t>(it)];
     if (prog.first_us < 0) prog.first_us = now;
     if (retransmit) {
@@ -503,10 +673,9 @@ class Ps {
   }
 
   void CountDone(int64_t it, int64_t now) {
-    if (++shard_.done_in_iteration[static_cast<size_t>(it)] == shard_.chunks) {
+    if (++shard_.done_in_iteration[static_cast<size_t>(it)] == owned_) {
       while (shard_.iterations_done < options_.iterations &&
-             shard_.done_in_iteration[static_cast<size_t>(shard_.iterations_done)] ==
-                 shard_.chunks) {
+             shard_.done_in_iteration[static_cast<size_t>(shard_.iterations_done)] == owned_) {
         ++shard_.iterations_done;
       }
       EmitDone(now);
@@ -580,8 +749,12 @@ class Ps {
     s.retransmissions = p.retransmissions;
     s.contributions = p.contributions;
     s.in_network = p.in_network;
-    report_.iterations.push_back(s);
-    if (options_.on_iteration) options_.on_iteration(s);
+    if (group_ != nullptr) {
+      group_->Report(s, p.first_us, now);
+    } else {
+      report_.iterations.push_back(s);
+      if (options_.on_iteration) options_.on_iteration(s);
+    }
     ++next_emit_;
   }
 
@@ -655,6 +828,13 @@ class Ps {
   std::vector<TagView> views_;
   std::unordered_map<uint32_t, size_t> tag_index_;  // value -> view
   std::vector<IterationProgress> progress_;
+  // Threads (PsOptions::threads): this one's index, how many, what they share.
+  bool Mine(int64_t g) const { return threads_ == 1 || OwnerThread(g, threads_) == thread_; }
+  int thread_ = 0;
+  int threads_ = 1;
+  PsGroup* group_ = nullptr;
+  int64_t owned_ = 0;  // gradient chunks of the shard this thread completes
+  std::vector<Datagram> handed_;
   InaPacket header_;                  // OnDatagram's: the packet at hand
   std::vector<int> members_scratch_;  // OnDatagram's: whose data it carries
   int64_t next_emit_ = 0;
@@ -670,7 +850,100 @@ class Ps {
 
 }  // namespace
 
+namespace {
+
+void AddCounters(const PsCounters& a, PsCounters* sum) {
+  sum->received += a.received;
+  sum->raw += a.raw;
+  sum->aggregate += a.aggregate;
+  sum->fallback += a.fallback;
+  sum->retransmit += a.retransmit;
+  sum->duplicate += a.duplicate;
+  sum->violation += a.violation;
+  sum->replan_overlap += a.replan_overlap;
+  sum->count_mismatch += a.count_mismatch;
+  sum->unknown_source += a.unknown_source;
+  sum->unknown_tag += a.unknown_tag;
+  sum->out_of_range += a.out_of_range;
+  sum->malformed += a.malformed;
+  sum->ignored += a.ignored;
+  sum->results_sent += a.results_sent;
+  sum->results_resent += a.results_resent;
+  sum->results_forgotten += a.results_forgotten;
+  sum->acks_sent += a.acks_sent;
+  sum->contributions += a.contributions;
+  sum->in_network += a.in_network;
+  sum->send_errors += a.send_errors;
+  sum->dropped_by_hook += a.dropped_by_hook;
+  sum->handed_off += a.handed_off;
+}
+
+// PsOptions::threads > 1: one Ps per thread, each owning the gradient chunks OwnerThread gives it,
+// on sockets of one SO_REUSEPORT group bound in thread order (the steering program's indices).
+absl::StatusOr<PsReport> RunThreads(const JobConfig& config, const PsOptions& options,
+                                    int threads) {
+  PsGroup group(threads, options);
+  std::vector<std::unique_ptr<Ps>> parts;
+  for (int t = 0; t < threads; ++t) {
+    parts.push_back(std::make_unique<Ps>(config, options));
+    parts.back()->SetThread(t, &group);
+    if (absl::Status s = parts.back()->Prepare(); !s.ok()) return s;
+  }
+  std::vector<absl::Status> status(static_cast<size_t>(threads));
+  std::vector<int64_t> cpu_us(static_cast<size_t>(threads), 0);
+  absl::Status s = RunDataPlane(options.netns_fd, [&]() -> absl::Status {
+    SocketOptions so = options.socket;
+    so.reuse_port = true;
+    so.buffer_bytes = parts[0]->BufferBytes();
+    std::vector<std::unique_ptr<UdpSocket>> sockets;
+    for (int t = 0; t < threads; ++t) {
+      auto socket = UdpSocket::Open(so);
+      if (!socket.ok()) return socket.status();
+      sockets.push_back(std::move(*socket));
+    }
+    // Sockets are bound to the namespace they were made in; the threads may run anywhere.
+    std::vector<std::thread> running;
+    for (int t = 1; t < threads; ++t) {
+      running.emplace_back([&, t] {
+        const int64_t start = ThreadCpuUs();
+        status[t] = parts[t]->Run(std::move(sockets[t]));
+        cpu_us[t] = ThreadCpuUs() - start;
+      });
+    }
+    const int64_t start = ThreadCpuUs();
+    status[0] = parts[0]->Run(std::move(sockets[0]));
+    cpu_us[0] = ThreadCpuUs() - start;
+    for (std::thread& r : running) r.join();
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  for (const absl::Status& st : status) {
+    if (!st.ok()) return st;
+  }
+  PsReport report = parts[0]->report();
+  report.counters = {};
+  report.violations.clear();
+  report.threads = threads;
+  for (int t = 0; t < threads; ++t) {
+    const PsReport& r = parts[t]->report();
+    AddCounters(r.counters, &report.counters);
+    for (const std::string& v : r.violations) {
+      if (report.violations.size() < kMaxLoggedViolations) report.violations.push_back(v);
+    }
+    report.iterations_done = std::min(report.iterations_done, r.iterations_done);
+    report.complete = report.complete && r.complete;
+    report.cpu_us += cpu_us[t];
+  }
+  report.iterations = group.iterations();
+  return report;
+}
+
+}  // namespace
+
 absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options) {
+  // Rina's reduction needs every chunk of an iteration in one place: one thread.
+  const int threads = options.reduce ? 1 : std::clamp(options.threads, 1, kMaxPsThreads);
+  if (threads > 1) return RunThreads(config, options, threads);
   Ps ps(config, options);
   if (absl::Status s = ps.Prepare(); !s.ok()) return s;
   int64_t cpu_us = 0;
@@ -713,7 +986,10 @@ nlohmann::json PsReportJson(const PsReport& r) {
                   {"results_forgotten", c.results_forgotten},
                   {"acks_sent", c.acks_sent},
                   {"send_errors", c.send_errors},
-                  {"dropped_by_test_hook", c.dropped_by_hook}};
+                  {"dropped_by_test_hook", c.dropped_by_hook},
+                  {"handed_off", c.handed_off}};
+  j["threads"] = r.threads;
+  if (r.threads > 1) j["steered"] = r.steered;
   j["contributions"] = {{"total", c.contributions}, {"in_network", c.in_network}};
   j["violations"] = r.violations;
   j["plans"] = r.plans;

@@ -77,7 +77,10 @@ struct PsCounters {
   int64_t in_network = 0;         // ... that arrived in a packet carrying >= 2 members
   int64_t send_errors = 0;
   int64_t dropped_by_hook = 0;
+  int64_t handed_off = 0;  // threads > 1: received by one thread, counted by the chunk's owner
 };
+
+inline constexpr int kMaxPsThreads = 64;
 
 struct PsOptions {
   std::string ps;          // this host's id (the `ps` of its tags)
@@ -97,6 +100,16 @@ struct PsOptions {
   std::function<void()> on_ready;
   std::function<void(const PsCounters&)> on_packet;
   const ConfigFeed* updates = nullptr;  // newer configurations of the job (re-plans)
+  // Threads serving the socket's address and port (clamped to [1, kMaxPsThreads]; 1 with
+  // `reduce`). Thread t completes the gradient chunks g with (g / kSteeringBlock) mod threads =
+  // t, on its own socket of one SO_REUSEPORT group; a classic BPF program makes the kernel
+  // deliver each datagram to the socket of its chunk's thread, and a thread hands a datagram it
+  // got for another thread's chunk to that thread (counted in handed_off), so sums stay exact
+  // whatever arrives where. The callbacks (on_iteration, log, on_packet) may then run on any of
+  // the threads, one at a time for on_iteration (iterations merged over the threads, in order).
+  // Note SO_REUSEPORT: another process of the same user binding the same address and port with
+  // SO_REUSEPORT joins the group (a second PS on one address is refused only with threads = 1).
+  int threads = 1;
   // Rina's agent (docs/rina.md "Host roles"): when set, a completed chunk's result is not sent at
   // once; an acknowledgement is (flags RESULT | AGGREGATE, the chunk's tag, chunk and slot, no
   // lanes, to the same address as a result; again for a RETRANSMIT of the chunk until its result
@@ -131,6 +144,8 @@ struct PsReport {
   std::vector<std::string> violations;  // the first 100, as logged
   std::vector<int64_t> plans;           // plan versions run under: the first, then each one adopted
   int64_t cpu_us = 0;  // CPU time of the agent's data-plane threads (user + system)
+  int threads = 1;
+  bool steered = false;  // threads > 1: the kernel took the steering program
 };
 
 absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options);

@@ -144,7 +144,8 @@ absl::Status UdpSocket::SendNow(uint32_t address, uint16_t port, std::span<const
   }
 }
 
-absl::Status UdpSocket::Queue(uint32_t address, uint16_t port, std::span<const uint8_t> payload) {
+absl::Status UdpSocket::Queue(uint32_t address, uint16_t port, std::span<const uint8_t> payload,
+                              uint32_t group) {
   if (payload.size() > kMaxDatagram) {
     return absl::InvalidArgumentError(
         absl::StrCat("datagram of ", payload.size(), " bytes: at most ", kMaxDatagram));
@@ -153,16 +154,17 @@ absl::Status UdpSocket::Queue(uint32_t address, uint16_t port, std::span<const u
   absl::Status s;
   if (queued_.size() == static_cast<size_t>(kSendBatch)) s = Flush();
   std::memcpy(send_bytes_.get() + queued_.size() * kMaxDatagram, payload.data(), payload.size());
-  queued_.push_back(Queued{address, port, static_cast<uint16_t>(payload.size())});
+  queued_.push_back(Queued{address, port, static_cast<uint16_t>(payload.size()), group});
   return s;
 }
 
-std::span<uint8_t> UdpSocket::QueueInPlace(uint32_t address, uint16_t port, size_t length) {
+std::span<uint8_t> UdpSocket::QueueInPlace(uint32_t address, uint16_t port, size_t length,
+                                           uint32_t group) {
   length = std::min(length, kMaxDatagram);
   if (Dropped()) return {discard_.get(), length};
   if (queued_.size() == static_cast<size_t>(kSendBatch)) (void)Flush();
   uint8_t* at = send_bytes_.get() + queued_.size() * kMaxDatagram;
-  queued_.push_back(Queued{address, port, static_cast<uint16_t>(length)});
+  queued_.push_back(Queued{address, port, static_cast<uint16_t>(length), group});
   return {at, length};
 }
 
@@ -190,7 +192,10 @@ absl::Status UdpSocket::Flush() {
       const size_t most = std::min<size_t>(kMaxSegments, 65507 / std::max<size_t>(1, q.length));
       while (j < n && j - i < most) {
         const Queued& r = queued_[order[j]];
-        if (r.address != q.address || r.port != q.port || r.length != q.length) break;
+        if (r.address != q.address || r.port != q.port || r.length != q.length ||
+            r.group != q.group) {
+          break;
+        }
         ++j;
       }
     }
@@ -262,14 +267,23 @@ absl::Status UdpSocket::Flush() {
 bool UdpSocket::Wait(int64_t timeout_us) {
   (void)Flush();
   if (receive_message_ < receive_count_) return true;
-  pollfd p{fd_, POLLIN, 0};
+  pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
   timespec ts{};
   if (timeout_us > 0) {
     ts.tv_sec = timeout_us / 1000000;
     ts.tv_nsec = (timeout_us % 1000000) * 1000;
   }
-  int r = ::ppoll(&p, 1, &ts, nullptr);
-  return r > 0 && (p.revents & POLLIN) != 0;
+  int r = ::ppoll(p, wake_fd_ >= 0 ? 2 : 1, &ts, nullptr);
+  return r > 0 && ((p[0].revents | (wake_fd_ >= 0 ? p[1].revents : 0)) & POLLIN) != 0;
+}
+
+absl::Status UdpSocket::AttachReusePortProgram(std::span<const sock_filter> program) {
+  sock_fprog f{static_cast<unsigned short>(program.size()),
+               const_cast<sock_filter*>(program.data())};
+  if (::setsockopt(fd_, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &f, sizeof(f)) != 0) {
+    return absl::InternalError(absl::StrCat("SO_ATTACH_REUSEPORT_CBPF: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 bool UdpSocket::Refill() {

@@ -37,6 +37,7 @@
 // Not thread-safe: one socket per agent thread.
 #pragma once
 
+#include <linux/filter.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -96,14 +97,25 @@ class UdpSocket {
 
   absl::Status Send(uint32_t address, uint16_t port, std::span<const uint8_t> payload);
   // Queues a copy of `payload` (at most kMaxDatagram bytes); see the contract above.
-  absl::Status Queue(uint32_t address, uint16_t port, std::span<const uint8_t> payload);
+  // `group`: datagrams of different groups never share one GSO send (a receiver that spreads
+  // datagrams over threads by their content sees each GSO send as one: see
+  // AttachReusePortProgram).
+  absl::Status Queue(uint32_t address, uint16_t port, std::span<const uint8_t> payload,
+                     uint32_t group = 0);
   // Queue without the copy: `length` bytes (at most kMaxDatagram) of the batch for the caller to
   // fill before its next call on the socket.
-  std::span<uint8_t> QueueInPlace(uint32_t address, uint16_t port, size_t length);
+  std::span<uint8_t> QueueInPlace(uint32_t address, uint16_t port, size_t length,
+                                  uint32_t group = 0);
   absl::Status Flush();
   // True when a datagram is buffered or queued within `timeout_us` (0: just look).
   bool Wait(int64_t timeout_us);
   bool Next(DatagramView* out);
+  // Wait also returns when `fd` (an eventfd another thread writes; -1: none) is readable.
+  void set_wake_fd(int fd) { wake_fd_ = fd; }
+  // A classic BPF program choosing, for every datagram arriving at the SO_REUSEPORT group this
+  // socket belongs to, the group's socket by index (the order the sockets were bound; an index
+  // beyond them: the kernel's hash). It sees the UDP payload (offset 0 = the INA header).
+  absl::Status AttachReusePortProgram(std::span<const sock_filter> program);
   // The next datagram copied into `out`; false when none is queued.
   bool TryReceive(Datagram* out);
 
@@ -126,6 +138,7 @@ class UdpSocket {
   absl::Status SendNow(uint32_t address, uint16_t port, std::span<const uint8_t> payload);
 
   int fd_;
+  int wake_fd_ = -1;
   SocketOptions options_;
   GsoMode gso_;
   bool gro_ = false;
@@ -141,6 +154,7 @@ class UdpSocket {
     uint32_t address;
     uint16_t port;
     uint16_t length;
+    uint32_t group;
   };
   std::unique_ptr<uint8_t[]> send_bytes_;
   std::vector<Queued> queued_;

@@ -39,7 +39,7 @@ struct TagRun {
   // Loss evidence (congestion control): the latest first transmission among the chunks with a
   // result, when the last result came, and the results of chunks sent after `base`'s first copy
   // (three of them: fast retransmission of `base`).
-  int64_t completed_sent_us = 0;
+  uint64_t completed_sent_seq = 0;  // in first-copy order (ChunkState::sent_seq)
   int64_t last_result_us = 0;
   int64_t dup_base = -1;
   int dups = 0;
@@ -74,7 +74,8 @@ struct ChunkState {
   uint32_t sent_tag = 0;  // the tag value of its last copy
   int64_t deadline_us = 0;
   int64_t timeout_us = 0;
-  int64_t sent_us = 0;  // first transmission
+  int64_t sent_us = 0;    // first transmission
+  uint64_t sent_seq = 0;  // ... its rank among this worker's first copies (their order)
 };
 
 // RFC 6298 (2.1): the retransmission timeout before any RTT sample, within [timeout_ms,
@@ -224,7 +225,7 @@ class Worker {
     if (sent_us < r.cut_us) return;
     r.ssthresh = std::max(r.cwnd / 2, 2.0);
     r.cwnd = r.ssthresh;
-    r.cut_us = NowUs();
+    r.cut_us = now_us_;
     ++report_.window_cuts;
     cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
   }
@@ -239,18 +240,18 @@ class Worker {
   // first sent after it already has its result (every worker sends in order, so its copies of
   // this chunk left before), or no result of the run came for two RTOs since it was sent.
   bool LikelyLost(const TagRun& r, const ChunkState& st, int64_t now) const {
-    if (r.completed_sent_us > st.sent_us) return true;
+    if (r.completed_sent_seq > st.sent_seq) return true;
     return now - std::max(r.last_result_us, st.sent_us) >= 2 * rto_us_;
   }
 
   // After a result of a chunk first sent at `sent_us` in run `r` (index `run`): three results of
   // chunks sent after the lowest chunk without result retransmit it at once (TCP's fast
   // retransmit), halving the window.
-  void FastRetransmit(size_t run, int64_t it, int64_t sent_us) {
+  void FastRetransmit(size_t run, int64_t it, uint64_t sent_seq) {
     TagRun& r = runs_[run];
     if (r.base >= r.span.chunks) return;
     ChunkState& b = State(r, r.base);
-    if (!b.sent || b.done || b.acked || b.resent || b.sent_us >= sent_us) return;
+    if (!b.sent || b.done || b.acked || b.resent || b.sent_seq >= sent_seq) return;
     if (r.dup_base != r.base) {
       r.dup_base = r.base;
       r.dups = 0;
@@ -348,6 +349,7 @@ class Worker {
       if (options_.stop != nullptr && options_.stop->load()) {
         return absl::CancelledError("stopped");
       }
+      now_us_ = NowUs();
       if (options_.updates != nullptr) {
         if (auto next = options_.updates->TakeIfNewer(&seen_update_); next != nullptr) {
           if (absl::Status s = Adopt(std::move(next), it); !s.ok()) return s;
@@ -362,7 +364,7 @@ class Worker {
           if (!st.done && !st.acked && !(st.sent && st.sent_tag == r.span.tag)) {
             const int64_t gap = PacingGapUs(r);
             if (gap > 0) {
-              const int64_t at = NowUs();
+              const int64_t at = now_us_ = NowUs();
               if (at < next_send_us_) {
                 paced_until =
                     paced_until == 0 ? next_send_us_ : std::min(paced_until, next_send_us_);
@@ -381,11 +383,13 @@ class Worker {
       if (paced_until > 0) wait = std::clamp<int64_t>(paced_until - now, 0, wait);
       if (socket_->Wait(wait)) {
         DatagramView d;
-        while (socket_->Next(&d)) {
-          if (OnDatagram(d.payload, it)) last_progress = NowUs();
+        now_us_ = NowUs();
+        for (int n = 1; socket_->Next(&d); ++n) {
+          if (n % 16 == 0) now_us_ = NowUs();
+          if (OnDatagram(d.payload, it)) last_progress = now_us_;
         }
       }
-      now = NowUs();
+      now = now_us_ = NowUs();
       while (!timers_.empty() && timers_.top().at_us <= now) {
         Timer t = timers_.top();
         timers_.pop();
@@ -447,8 +451,10 @@ class Worker {
     p.count = 1;
     p.bitmap = 0;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
+    // One GSO send never spans two steering blocks (a threaded PS steers each send whole).
+    const auto block = static_cast<uint32_t>((r.span.first_chunk + k) / kSteeringBlock);
     std::span<uint8_t> out =
-        socket_->QueueInPlace(r.tag->ps_address, options_.socket.port, kPacketBytes);
+        socket_->QueueInPlace(r.tag->ps_address, options_.socket.port, kPacketBytes, block);
     EncodePacketHeader(p, out.data());
     StoreWireLanes(gradient_.data() + b, static_cast<int>(e - b), out.data() + kHeaderBytes);
     std::fill(out.begin() + kHeaderBytes + 4 * (e - b), out.end(), 0);  // a short last chunk
@@ -461,10 +467,11 @@ class Worker {
       // The first copy waits the current retransmission timeout (RFC 6298), at least
       // timeout_ms: a slow fabric (BMv2 processes a few thousand packets a second) is not
       // flooded with spurious retransmissions.
-      st.sent_us = NowUs();
+      st.sent_us = now_us_;
+      st.sent_seq = ++send_seq_;
       st.timeout_us = rto_us_;
     }
-    st.deadline_us = NowUs() + st.timeout_us;
+    st.deadline_us = now_us_ + st.timeout_us;
     timers_.push(Timer{st.deadline_us, r.span.first_chunk + k});
   }
 
@@ -501,11 +508,11 @@ class Worker {
       if (st.done || st.acked) return false;
       st.acked = true;
       ++report_.acknowledgements;
-      if (!st.resent) SampleRtt(NowUs() - st.sent_us);
+      if (!st.resent) SampleRtt(now_us_ - st.sent_us);
       // No retransmission until the result is overdue (the ring takes its time): then a copy
       // asks the agent again.
       st.timeout_us = std::max(options_.max_timeout_ms, options_.give_up_ms / 4) * 1000;
-      st.deadline_us = NowUs() + st.timeout_us;
+      st.deadline_us = now_us_ + st.timeout_us;
       timers_.push(Timer{st.deadline_us, g});
       AdvanceBase(r);
       return false;
@@ -518,7 +525,7 @@ class Worker {
       // Rina: the agent sends the iteration's results together; once the first one is here, an
       // acknowledged chunk whose result does not follow soon was lost: ask again then.
       r.results_seen = true;
-      const int64_t at = NowUs() + std::max<int64_t>(4 * rto_us_, 100000);
+      const int64_t at = now_us_ + std::max<int64_t>(4 * rto_us_, 100000);
       for (int64_t j = 0; j < r.span.chunks; ++j) {
         ChunkState& other = State(r, j);
         if (!other.acked || other.done || other.deadline_us <= at) continue;
@@ -528,17 +535,17 @@ class Worker {
     }
     st.done = true;
     if (!st.resent && !st.acked) {
-      SampleRtt(NowUs() - st.sent_us);
+      SampleRtt(now_us_ - st.sent_us);
       if (options_.congestion_control) OnNewResult(r);
     }
-    r.completed_sent_us = std::max(r.completed_sent_us, st.sent_us);
-    r.last_result_us = NowUs();
+    r.completed_sent_seq = std::max(r.completed_sent_seq, st.sent_seq);
+    r.last_result_us = now_us_;
     --remaining_;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     LoadWireLanes(payload.data() + kHeaderBytes, static_cast<int>(e - b), result_.data() + b);
     AdvanceBase(r);
-    if (LossEvidenceMode()) FastRetransmit(run, it, st.sent_us);
+    if (LossEvidenceMode()) FastRetransmit(run, it, st.sent_seq);
     return true;
   }
 
@@ -607,6 +614,10 @@ class Worker {
   int64_t rto_us_;  // current retransmission timeout (RFC 6298), kInitialRtoMs before a sample
   int64_t next_send_us_ = 0;  // pacing: the earliest the next first copy leaves
   InaPacket header_;          // OnDatagram's: the result at hand
+  // The clock as of the loop's current step (NowUs() once per step and per few datagrams, not
+  // per packet): sends of one step leave together at the socket's flush anyway.
+  int64_t now_us_ = 0;
+  uint64_t send_seq_ = 0;                                            // first copies sent
   std::unordered_map<uint32_t, std::pair<double, double>> cwnd_of_;  // tag -> (cwnd, ssthresh)
 };
 

@@ -115,12 +115,10 @@ struct Run {
   int workers = 0;
   int64_t size_mib = 0;
   int64_t iterations = 0;  // timed, after one warm-up
+  int ps_threads = 1;      // INAC's PS (PsOptions::threads)
   Json Base(const char* system) const {
-    return {{"bench", "agent_allreduce"},
-            {"system", system},
-            {"workers", workers},
-            {"size_mib", size_mib},
-            {"size_bytes", size_mib * kMiB},
+    return {{"bench", "agent_allreduce"}, {"system", system},     {"workers", workers},
+            {"ps_threads", ps_threads},   {"size_mib", size_mib}, {"size_bytes", size_mib * kMiB},
             {"iterations", iterations}};
   }
 };
@@ -244,6 +242,7 @@ Json RunInac(const Run& run, int b, double* algbw) {
   ps_options.duration_ms = 60000 + 1000 * run.size_mib * total;  // a bound for a bug
   ps_options.linger_ms = 1000;
   ps_options.unicast_results = true;
+  ps_options.threads = run.ps_threads;
   ps_options.socket = agent::SocketOptions{ps_address, port};
   // Each worker's gradient is fixed (as a training step hands one over); the bench checks the
   // last iteration's sums itself, so neither a generator nor a checker competes for the cores
@@ -351,7 +350,7 @@ std::vector<int64_t> ParseList(const char* text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int64_t> workers = {2, 4}, sizes = {1, 16, 64, 256};
+  std::vector<int64_t> workers = {2, 4}, sizes = {1, 16, 64, 256}, ps_threads = {1, 2};
   int64_t iterations = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -360,6 +359,9 @@ int main(int argc, char** argv) {
       workers = ParseList(argv[++i]);
     } else if (a == "--sizes-mib" && has_value) {
       sizes = ParseList(argv[++i]);
+    } else if (a == "--ps-threads" && has_value) {
+      ps_threads = ParseList(argv[++i]);
+      if (ps_threads.empty()) workers.clear();
     } else if (a == "--iterations" && has_value) {
       iterations = std::atoll(argv[++i]);
     } else {
@@ -369,7 +371,7 @@ int main(int argc, char** argv) {
         std::any_of(workers.begin(), workers.end(), [](int64_t w) { return w < 2 || w > 64; })) {
       std::fprintf(stderr,
                    "usage: agent_bench [--workers 2,4] [--sizes-mib 1,16,64,256] "
-                   "[--iterations I]\n");
+                   "[--ps-threads 1,2] [--iterations I]\n");
       return 2;
     }
   }
@@ -384,23 +386,27 @@ int main(int argc, char** argv) {
   int b = 0;
   for (int64_t n : workers) {
     for (int64_t mib : sizes) {
-      const Run run{static_cast<int>(n), mib,
-                    mib >= 256 ? std::min<int64_t>(iterations, 3) : iterations};
-      double gloo = 0, inac = 0;
+      Run run{static_cast<int>(n), mib, mib >= 256 ? std::min<int64_t>(iterations, 3) : iterations};
+      double gloo = 0;
 #ifdef INAC_HAVE_GLOO
       Json g = RunGloo(run, &gloo);
       all_exact = all_exact && g["exact"].get<bool>();
       Print(g);
 #endif
-      Json a = RunInac(run, ++b % 250 + 1, &inac);
-      all_exact = all_exact && a["exact"].get<bool>();
-      Print(a);
-      if (gloo > 0 && inac > 0) {
-        Print({{"bench", "agent_allreduce_ratio"},
-               {"workers", n},
-               {"size_mib", mib},
-               {"inac_over_gloo", inac / gloo},
-               {"parity_ratio", (n - 1.0) / n}});
+      for (int64_t threads : ps_threads) {
+        run.ps_threads = static_cast<int>(threads);
+        double inac = 0;
+        Json a = RunInac(run, ++b % 250 + 1, &inac);
+        all_exact = all_exact && a["exact"].get<bool>();
+        Print(a);
+        if (gloo > 0 && inac > 0) {
+          Print({{"bench", "agent_allreduce_ratio"},
+                 {"workers", n},
+                 {"size_mib", mib},
+                 {"ps_threads", threads},
+                 {"inac_over_gloo", inac / gloo},
+                 {"parity_ratio", (n - 1.0) / n}});
+        }
       }
     }
   }

@@ -80,6 +80,7 @@ struct CommonArgs {
   uint16_t port = agent::kInaUdpPort;
   double drop_percent = 0;
   int64_t refresh_ms = 500;
+  std::string gso = "auto";
   CLI::Option* server_option = nullptr;
   CLI::Option* size_option = nullptr;
 };
@@ -125,6 +126,12 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
                   "not with --config-file)")
       ->check(CLI::Range(int64_t{0}, int64_t{3600000}))
       ->capture_default_str();
+  cmd->add_option("--gso", a->gso,
+                  "UDP segmentation offload for batches of packets to one destination: auto "
+                  "(loopback destinations only: a packet socket on a veth, as BMv2's, would see "
+                  "one unsegmented frame), on (every destination: real NICs), off")
+      ->check(CLI::IsMember({"off", "auto", "on"}))
+      ->capture_default_str();
   cmd->add_option("--drop-percent", a->drop_percent,
                   "Testing: discard this percentage of sent packets (deterministic)")
       ->check(CLI::Range(0.0, 100.0));
@@ -146,6 +153,9 @@ agent::JobConfig LoadConfig(const CommonArgs& a, agent::SocketOptions* socket) {
   socket->bind_address = *bind;
   socket->port = a.port;
   socket->drop_percent = a.drop_percent;
+  auto gso = agent::ParseGsoMode(a.gso);
+  if (!gso.ok()) Fail(kExitBadInput, std::string(gso.status().message()));
+  socket->gso = *gso;
   socket->drop_seed = (static_cast<uint64_t>(*bind) << 16) ^ a.port ^ static_cast<uint64_t>(a.job);
   Json json;
   std::string source;
@@ -449,12 +459,18 @@ void RunWorkerVerb(const WorkerArgs& a) {
   }
 }
 
+// The cores this process may run on (the PS's default --threads).
+int DefaultThreads() {
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, agent::kMaxPsThreads);
+}
+
 struct PsArgs : CommonArgs {
   std::string ps;
   double duration_s = 0;
   int64_t linger_ms = 1000;
   bool no_progress = false;
   bool unicast_results = false;
+  int threads = DefaultThreads();
 };
 
 // POST /jobs/{id}/progress; a job that is no longer running (another PS completed it, or it was
@@ -483,6 +499,7 @@ void RunPsVerb(const PsArgs& a) {
   o.linger_ms = a.linger_ms;
   o.unicast_results = a.unicast_results;
   o.window = a.window;
+  o.threads = a.threads;
   o.stop = &g_stop;
   const int workers = DistinctWorkers(config, a.ps);
   bool header = false;
@@ -595,6 +612,11 @@ void AddAgentCommands(CLI::App& app) {
     cmd->add_flag("--no-progress", a->no_progress, "Do not POST /jobs/{id}/progress at the end");
     cmd->add_flag("--unicast-results", a->unicast_results,
                   "Send each result to every member (no switch replicates it)");
+    cmd->add_option("--threads", a->threads,
+                    "Threads serving the data plane, each completing its own blocks of gradient "
+                    "chunks (default: the cores)")
+        ->check(CLI::Range(1, agent::kMaxPsThreads))
+        ->capture_default_str();
     cmd->callback([a] { RunPsVerb(*a); });
   }
 }

@@ -5,6 +5,7 @@
 // scripted PS checks the worker's side of the contract: slots, windows, retransmissions.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/clock.h"
 #include "agent/gradient.h"
 #include "agent/layout.h"
 #include "agent/packet.h"
@@ -39,7 +41,7 @@ struct AgentRun {
 // runs when the first worker finished its iteration i.
 AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t iterations,
                 double drop_percent, uint32_t window = 0, const ConfigFeed* feed = nullptr,
-                std::function<void(int64_t)> on_iteration = nullptr) {
+                std::function<void(int64_t)> on_iteration = nullptr, int ps_threads = 1) {
   std::map<std::string, uint32_t> pss;
   std::map<std::string, uint32_t> workers;
   for (const auto& t : config.tags) {
@@ -67,6 +69,7 @@ AgentRun RunAll(const JobConfig& config, uint16_t port, int64_t lanes, int64_t i
     o.unicast_results = true;
     o.window = window;
     o.updates = feed;
+    o.threads = ps_threads;
     o.socket = SocketOptions{address, port, drop_percent, address};
     threads.emplace_back([&, i] { run.ps[i] = RunPs(config, ps_options[i]); });
     ++i;
@@ -152,6 +155,99 @@ TEST(LoopbackTest, ExactUnderLossWithRetransmissions) {
   EXPECT_GT(ps.counters.retransmit, 0);
   EXPECT_EQ(ps.counters.contributions, 3 * 2 * 100);  // each counted once despite copies
   EXPECT_EQ(ps.counters.violation, 0);
+}
+
+// A PS with three threads (each owning blocks of gradient chunks, the kernel steering each
+// datagram to its owner) under loss and a re-plan that changes the tag: every sum exact, every
+// contribution counted once, iterations merged over the threads.
+TEST(LoopbackTest, ThreadedPsSumsExactlyUnderLossAndAReplan) {
+  const JobConfig c = OnePsThreeWorkers(8);
+  JobConfig next = c;
+  next.plan_version = 2;
+  next.tags[0].tag += 1u << 30;
+  ConfigFeed feed;
+  const int64_t lanes = 25000;  // 404 chunks: 7 steering blocks
+  AgentRun run = RunAll(
+      c, PickUdpPort(), lanes, 3, 2.0, /*window=*/0, &feed,
+      [&](int64_t it) {
+        if (it == 0) feed.Publish(next);
+      },
+      /*ps_threads=*/3);
+  ASSERT_TRUE(run.ps[0].ok()) << run.ps[0].status();
+  const PsReport& ps = *run.ps[0];
+  EXPECT_TRUE(ps.complete);
+  EXPECT_EQ(ps.threads, 3);
+  EXPECT_TRUE(ps.steered);
+  EXPECT_EQ(ps.iterations_done, 3);
+  ASSERT_EQ(ps.iterations.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ps.iterations[i].iteration, i);
+    EXPECT_EQ(ps.iterations[i].contributions, 3 * 404);
+  }
+  EXPECT_EQ(ps.counters.contributions, 3 * 3 * 404);
+  EXPECT_EQ(ps.counters.violation, 0);
+  EXPECT_EQ(ps.plans, (std::vector<int64_t>{0, 2}));
+  for (const auto& w : run.workers) {
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE(w->checked);
+    EXPECT_GT(w->retransmissions, 0);
+  }
+}
+
+// A GSO send that spans two steering blocks reaches one thread of a threaded PS whole: the
+// thread hands the other block's datagrams to their owner, and every chunk is still answered
+// with its exact sum.
+TEST(LoopbackTest, ThreadedPsHandsOffWhatTheKernelDeliveredElsewhere) {
+  const int b = 9;
+  JobConfig c;
+  c.job_id = 9;
+  c.tags = {DirectTag(576, "ps", Loopback(77, b, 1), 1, 0, 1, {"w1"}, {Loopback(77, b, 2)})};
+  const uint16_t port = PickUdpPort();
+  std::atomic<bool> stop{false};
+  PsOptions o;
+  o.ps = "ps";
+  o.lanes = 128 * kLanes;  // chunks 0..127: steering blocks 0 and 1
+  o.iterations = 1;
+  o.duration_ms = 20000;  // a bound if the test fails
+  o.unicast_results = true;
+  o.threads = 2;
+  o.stop = &stop;
+  o.socket = SocketOptions{Loopback(77, b, 1), port};
+  absl::StatusOr<PsReport> report = absl::UnknownError("not run");
+  std::thread ps([&] { report = RunPs(c, o); });
+  auto sender = UdpSocket::Open(SocketOptions{Loopback(77, b, 2), port});
+  ASSERT_TRUE(sender.ok()) << sender.status();
+  // Chunks 32..95 in one group: one GSO send whose first datagram is block 0's.
+  std::map<uint32_t, int32_t> answered;
+  for (int attempt = 0; attempt < 50 && answered.size() < 64; ++attempt) {
+    for (uint32_t k = 32; k < 96; ++k) {
+      if (answered.count(k)) continue;
+      InaPacket p;
+      p.tag = 576;
+      p.chunk = k;
+      p.count = 1;
+      p.lanes.fill(static_cast<int32_t>(k) * 3);
+      ASSERT_TRUE((*sender)->Queue(Loopback(77, b, 1), port, EncodePacket(p)).ok());
+    }
+    const int64_t until = NowUs() + 200000;
+    while (answered.size() < 64 && NowUs() < until) {
+      if (!(*sender)->Wait(20000)) continue;
+      Datagram d;
+      while ((*sender)->TryReceive(&d)) {
+        auto r = DecodePacket(d.payload());
+        if (r.ok() && (r->flags & kFlagResult)) answered[r->chunk] = r->lanes[kLanes - 1];
+      }
+    }
+  }
+  stop = true;
+  ps.join();
+  ASSERT_EQ(answered.size(), 64u);
+  for (const auto& [k, lane] : answered) EXPECT_EQ(lane, static_cast<int32_t>(k) * 3) << k;
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->counters.contributions, 64);
+  if ((*sender)->gso_active()) {
+    EXPECT_GE(report->counters.handed_off, 32);
+  }
 }
 
 // A re-plan between the first worker's first and second iteration gives the tag a new value
