@@ -171,14 +171,30 @@ std::span<uint8_t> UdpSocket::QueueInPlace(uint32_t address, uint16_t port, size
 absl::Status UdpSocket::Flush() {
   const size_t n = queued_.size();
   if (n == 0) return absl::OkStatus();
-  // Datagrams to one destination together, each destination's in queue order.
+  // Datagrams to one destination together, each destination's in queue order: bucketed by
+  // destination in order of first appearance (a batch goes to a few destinations: a worker's to
+  // its PSs, a PS's to the members).
   std::array<uint16_t, kSendBatch> order;
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint16_t>(i);
-  std::stable_sort(order.begin(), order.begin() + n, [&](uint16_t a, uint16_t b) {
-    const Queued& x = queued_[a];
-    const Queued& y = queued_[b];
-    return x.address != y.address ? x.address < y.address : x.port < y.port;
-  });
+  std::array<uint16_t, kSendBatch> bucket;  // per datagram: its destination's index
+  std::array<std::pair<uint32_t, uint16_t>, kSendBatch> destinations;
+  std::array<uint16_t, kSendBatch + 1> start{};
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::pair<uint32_t, uint16_t> d{queued_[i].address, queued_[i].port};
+    size_t k = 0;
+    // The previous datagram's destination first (runs are the common case), then the rest.
+    if (i > 0 && destinations[bucket[i - 1]] == d) {
+      k = bucket[i - 1];
+    } else {
+      for (k = 0; k < distinct && destinations[k] != d; ++k) {
+      }
+      if (k == distinct) destinations[distinct++] = d;
+    }
+    bucket[i] = static_cast<uint16_t>(k);
+    ++start[k + 1];
+  }
+  for (size_t k = 0; k < distinct; ++k) start[k + 1] += start[k];
+  for (size_t i = 0; i < n; ++i) order[start[bucket[i]]++] = static_cast<uint16_t>(i);
   std::array<iovec, kSendBatch> iov;
   std::array<mmsghdr, kSendBatch> msgs;
   std::array<sockaddr_in, kSendBatch> to;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <queue>
 #include <set>
@@ -88,6 +89,41 @@ struct Timer {
   int64_t at_us;
   int64_t g;  // gradient chunk
   bool operator>(const Timer& o) const { return at_us > o.at_us; }
+};
+
+// The retransmission timers, earliest first. Most deadlines arrive in order (first copies: now +
+// RTO), and those wait in a FIFO at O(1) each; any other (re-armed, doubled, an RTO that shrank)
+// goes to a heap. The earliest is the earlier of the FIFO's front and the heap's top.
+class TimerQueue {
+ public:
+  bool empty() const { return fifo_.empty() && heap_.empty(); }
+  void clear() {
+    fifo_.clear();
+    heap_ = {};
+  }
+  void push(const Timer& t) {
+    if (fifo_.empty() || t.at_us >= fifo_.back().at_us) {
+      fifo_.push_back(t);
+    } else {
+      heap_.push(t);
+    }
+  }
+  const Timer& top() const {
+    if (heap_.empty()) return fifo_.front();
+    if (fifo_.empty()) return heap_.top();
+    return fifo_.front().at_us <= heap_.top().at_us ? fifo_.front() : heap_.top();
+  }
+  void pop() {
+    if (!heap_.empty() && (fifo_.empty() || heap_.top().at_us < fifo_.front().at_us)) {
+      heap_.pop();
+    } else {
+      fifo_.pop_front();
+    }
+  }
+
+ private:
+  std::deque<Timer> fifo_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> heap_;
 };
 
 class Worker {
@@ -341,7 +377,7 @@ class Worker {
       r.dups = 0;
       remaining_ += r.span.chunks;
     }
-    timers_ = {};
+    timers_.clear();
     const int64_t retrans_before = report_.retransmissions;
     const int64_t start = NowUs();
     int64_t last_progress = start;
@@ -607,7 +643,7 @@ class Worker {
   std::unique_ptr<UdpSocket> socket_;
   std::vector<int32_t> gradient_;
   std::vector<int32_t> result_;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  TimerQueue timers_;
   WorkerReport report_;
   int64_t srtt_us_ = -1;
   int64_t rttvar_us_ = 0;

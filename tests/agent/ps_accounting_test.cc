@@ -376,6 +376,7 @@ TEST_F(PsTwoTagsTest, ATagRunningAheadDoesNotEvictTheResultsOfAnother) {
   // w1 never got tag 640's chunk 0: its retransmission gets the kept result.
   Send(2, 0, kFlagRetransmit, 0, 1, 1, 640);
   InaPacket again = Result();
+  for (int late = 0; again.tag == 641 && late < 64; ++late) again = Result();  // 641's last ones
   EXPECT_EQ(again.tag, 640u);
   EXPECT_EQ(again.chunk, 0u);
   EXPECT_EQ(again.lanes[0], 7);
