@@ -283,9 +283,15 @@ class Worker {
   // After a result of a chunk first sent at `sent_us` in run `r` (index `run`): three results of
   // chunks sent after the lowest chunk without result retransmit it at once (TCP's fast
   // retransmit), halving the window.
-  void FastRetransmit(size_t run, int64_t it, uint64_t sent_seq) {
+  void FastRetransmit(size_t run, int64_t it, int64_t k, uint64_t sent_seq) {
     TagRun& r = runs_[run];
     if (r.base >= r.span.chunks) return;
+    // Only results of base's own steering block count: a PS with several threads answers each
+    // block from its own thread, so blocks may overtake each other without any loss.
+    if ((r.span.first_chunk + k) / kSteeringBlock !=
+        (r.span.first_chunk + r.base) / kSteeringBlock) {
+      return;
+    }
     ChunkState& b = State(r, r.base);
     if (!b.sent || b.done || b.acked || b.resent || b.sent_seq >= sent_seq) return;
     if (r.dup_base != r.base) {
@@ -395,6 +401,13 @@ class Worker {
       for (size_t i = 0; i < runs_.size(); ++i) {
         TagRun& r = runs_[i];
         const int64_t limit = r.Limit(options_.congestion_control);
+        // New chunks leave in batches: with chunks in flight, wait until a batch's worth of the
+        // window is free (a quarter of it, at most a steering block), so that results arriving
+        // one by one do not turn into sends one by one (a system call and a wake-up each).
+        const int64_t batch = std::clamp<int64_t>(limit / 4, 1, kSteeringBlock);
+        if (r.next > r.base && r.base + limit - r.next < batch && r.base + limit < r.span.chunks) {
+          continue;
+        }
         while (r.next < r.span.chunks && r.next < r.base + limit) {
           const ChunkState& st = State(r, r.next);
           if (!st.done && !st.acked && !(st.sent && st.sent_tag == r.span.tag)) {
@@ -581,7 +594,7 @@ class Worker {
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     LoadWireLanes(payload.data() + kHeaderBytes, static_cast<int>(e - b), result_.data() + b);
     AdvanceBase(r);
-    if (LossEvidenceMode()) FastRetransmit(run, it, st.sent_seq);
+    if (LossEvidenceMode()) FastRetransmit(run, it, k, st.sent_seq);
     return true;
   }
 

@@ -320,6 +320,8 @@ Json RunInac(const Run& run, int b, double* algbw) {
     cpu_us += ps->cpu_us;
     j["ps_cpu_ms"] = ps->cpu_us / 1e3;
     j["ps_packets_in"] = c.received;
+    j["ps_handed_off"] = c.handed_off;
+    j["ps_steered"] = ps->steered;
     j["ps_packets_out"] = out;
     j["ps_packets_in_per_cpu_s"] = ps_cpu_s > 0 ? c.received / ps_cpu_s : 0;
     j["ps_packets_out_per_cpu_s"] = ps_cpu_s > 0 ? out / ps_cpu_s : 0;
