@@ -152,9 +152,14 @@ absl::Status UdpSocket::Queue(uint32_t address, uint16_t port, std::span<const u
   }
   if (Dropped()) return absl::OkStatus();
   absl::Status s;
-  if (queued_.size() == static_cast<size_t>(kSendBatch)) s = Flush();
-  std::memcpy(send_bytes_.get() + queued_.size() * kMaxDatagram, payload.data(), payload.size());
-  queued_.push_back(Queued{address, port, static_cast<uint16_t>(payload.size()), group});
+  if (queued_.size() == static_cast<size_t>(kSendBatch) ||
+      send_used_ + payload.size() > kSendBatch * kMaxDatagram) {
+    s = Flush();
+  }
+  std::memcpy(send_bytes_.get() + send_used_, payload.data(), payload.size());
+  queued_.push_back(Queued{address, port, static_cast<uint16_t>(payload.size()), group,
+                           static_cast<uint32_t>(send_used_)});
+  send_used_ += payload.size();
   return s;
 }
 
@@ -162,9 +167,14 @@ std::span<uint8_t> UdpSocket::QueueInPlace(uint32_t address, uint16_t port, size
                                            uint32_t group) {
   length = std::min(length, kMaxDatagram);
   if (Dropped()) return {discard_.get(), length};
-  if (queued_.size() == static_cast<size_t>(kSendBatch)) (void)Flush();
-  uint8_t* at = send_bytes_.get() + queued_.size() * kMaxDatagram;
-  queued_.push_back(Queued{address, port, static_cast<uint16_t>(length), group});
+  if (queued_.size() == static_cast<size_t>(kSendBatch) ||
+      send_used_ + length > kSendBatch * kMaxDatagram) {
+    (void)Flush();
+  }
+  uint8_t* at = send_bytes_.get() + send_used_;
+  queued_.push_back(Queued{address, port, static_cast<uint16_t>(length), group,
+                           static_cast<uint32_t>(send_used_)});
+  send_used_ += length;
   return {at, length};
 }
 
@@ -200,6 +210,8 @@ absl::Status UdpSocket::Flush() {
   std::array<sockaddr_in, kSendBatch> to;
   std::array<std::array<uint8_t, CMSG_SPACE(sizeof(uint16_t))>, kSendBatch> control;
   std::array<uint16_t, kSendBatch> first;  // per message: its first index into `order`
+  std::array<uint16_t, kSendBatch> count;  // ... and its datagrams
+  size_t v = 0;                            // iov entries used
   size_t m = 0;
   for (size_t i = 0; i < n;) {
     const Queued& q = queued_[order[i]];
@@ -215,9 +227,15 @@ absl::Status UdpSocket::Flush() {
         ++j;
       }
     }
+    const size_t first_iov = v;
     for (size_t k = i; k < j; ++k) {
       const Queued& r = queued_[order[k]];
-      iov[k] = iovec{send_bytes_.get() + order[k] * kMaxDatagram, r.length};
+      uint8_t* at = send_bytes_.get() + r.offset;
+      if (v > first_iov && static_cast<uint8_t*>(iov[v - 1].iov_base) + iov[v - 1].iov_len == at) {
+        iov[v - 1].iov_len += r.length;  // contiguous with the previous one
+      } else {
+        iov[v++] = iovec{at, r.length};
+      }
     }
     to[m] = sockaddr_in{};
     to[m].sin_family = AF_INET;
@@ -227,8 +245,9 @@ absl::Status UdpSocket::Flush() {
     h = msghdr{};
     h.msg_name = &to[m];
     h.msg_namelen = sizeof(sockaddr_in);
-    h.msg_iov = &iov[i];
-    h.msg_iovlen = j - i;
+    h.msg_iov = &iov[first_iov];
+    h.msg_iovlen = v - first_iov;
+    count[m] = static_cast<uint16_t>(j - i);
     if (j - i > 1) {
       h.msg_control = control[m].data();
       h.msg_controllen = control[m].size();
@@ -254,21 +273,19 @@ absl::Status UdpSocket::Flush() {
     }
     const int err = errno;
     if (sent < 0 && err == EINTR) continue;
-    const msghdr& h = msgs[k].msg_hdr;
-    if (h.msg_iovlen > 1 && (err == EIO || err == EINVAL)) {
+    if (count[k] > 1 && (err == EIO || err == EINVAL)) {
       // No GSO on this route (no checksum offload): these datagrams one by one, and no GSO from
       // now on.
       gso_ = GsoMode::kOff;
-      for (size_t x = 0; x < h.msg_iovlen; ++x) {
+      for (size_t x = 0; x < count[k]; ++x) {
         const Queued& r = queued_[order[first[k] + x]];
-        absl::Status s = SendNow(
-            r.address, r.port, {send_bytes_.get() + order[first[k] + x] * kMaxDatagram, r.length});
+        absl::Status s = SendNow(r.address, r.port, {send_bytes_.get() + r.offset, r.length});
         if (result.ok() && !s.ok()) result = s;
       }
       ++k;
       continue;
     }
-    send_errors_ += h.msg_iovlen;
+    send_errors_ += count[k];
     if (result.ok()) {
       const Queued& r = queued_[order[first[k]]];
       result = absl::UnavailableError(absl::StrCat("sendmmsg ", core::FormatIpv4(r.address), ":",
@@ -277,6 +294,7 @@ absl::Status UdpSocket::Flush() {
     ++k;
   }
   queued_.clear();
+  send_used_ = 0;
   return result;
 }
 

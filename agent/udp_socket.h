@@ -149,13 +149,17 @@ class UdpSocket {
   uint64_t receive_calls_ = 0;
   uint64_t received_ = 0;
 
-  // The send batch: datagram i's bytes at send_bytes_[i * kMaxDatagram], its length and address.
+  // The send batch: the datagrams' bytes one after the other in send_bytes_ (a run to one
+  // destination in queue order is one contiguous piece for the kernel to copy), each one's
+  // offset, length and address.
   struct Queued {
     uint32_t address;
     uint16_t port;
     uint16_t length;
     uint32_t group;
+    uint32_t offset;
   };
+  size_t send_used_ = 0;  // bytes of send_bytes_ in use
   std::unique_ptr<uint8_t[]> send_bytes_;
   std::vector<Queued> queued_;
   std::unique_ptr<uint8_t[]> discard_;  // where a datagram the test hook drops is written

@@ -103,7 +103,9 @@ struct WorkerOptions {
   // from waiting (not with acknowledged_window): a first copy's timeout retransmits only when a
   // chunk sent after it already has its result or no result came for two RTOs (else the chunk
   // waits in an aggregator for a slower worker, and the timer is re-armed); three results of
-  // chunks sent after the lowest chunk without result retransmit it at once (fast retransmit).
+  // chunks of its steering block (agent/layout.h kSteeringBlock) sent after the lowest chunk
+  // without result retransmit it at once (fast retransmit). With chunks in flight, new chunks
+  // leave only once a quarter of the window (at most a steering block) is free, in one batch.
   // false: the whole window W is sent at once, every timeout retransmits, as before.
   bool congestion_control = true;
 };
