@@ -68,11 +68,18 @@ struct Shard {
   int64_t chunks = 0;
   std::vector<bool> complete;  // per key
   absl::flat_hash_map<int64_t, Accumulator> open;
-  absl::flat_hash_map<int64_t, InaPacket> kept;  // recent results, by key (tag, chunk as sent)
-  // Per tag value a result was first sent under: its kept keys, oldest first. Each tag keeps its
-  // own `keep` results, so a tag that runs ahead never pushes out the results of a slower one,
-  // whose workers may still miss them (a worker's window stops at its oldest missing result).
-  std::unordered_map<uint32_t, std::deque<int64_t>> kept_order;
+  // Recent results, per tag value they were first sent under: a ring of that tag's last `keep`
+  // results (the oldest overwritten first), and where each key's result is. Each tag keeps its
+  // own, so a tag that runs ahead never pushes out the results of a slower one, whose workers may
+  // still miss them (a worker's window stops at its oldest missing result).
+  struct KeptRing {
+    std::vector<int64_t> keys;  // -1: free
+    std::vector<InaPacket> results;
+    size_t next = 0;
+  };
+  std::vector<KeptRing> rings;
+  absl::flat_hash_map<uint32_t, uint32_t> ring_of;                   // tag value -> ring
+  absl::flat_hash_map<int64_t, std::pair<uint32_t, uint32_t>> kept;  // key -> (ring, slot)
   size_t keep = 256;
   std::vector<int64_t> done_in_iteration;
   int64_t iterations_done = 0;
@@ -509,12 +516,17 @@ class Ps {
       ++c.ignored;
       return false;
     }
-    auto found = tag_index_.find(packet->tag);
-    if (found == tag_index_.end()) {
-      ++c.unknown_tag;
-      return false;
+    if (packet->tag != last_tag_ || last_view_ == SIZE_MAX) {
+      // Packets come in runs of one tag: the last value's view is kept (views are only added).
+      auto found = tag_index_.find(packet->tag);
+      if (found == tag_index_.end()) {
+        ++c.unknown_tag;
+        return false;
+      }
+      last_tag_ = packet->tag;
+      last_view_ = found->second;
     }
-    const size_t view_index = found->second;
+    const size_t view_index = last_view_;
     const TagView& view = views_[view_index];
     if (view.span.chunks == 0 ||
         static_cast<int64_t>(packet->chunk) >= view.span.chunks * options_.iterations) {
@@ -662,14 +674,27 @@ class Ps {
   }
 
   void Keep(int64_t key, const InaPacket& r) {
-    auto [at, fresh] = shard_.kept.insert_or_assign(key, r);
-    if (!fresh) return;  // already in its tag's order
-    std::deque<int64_t>& order = shard_.kept_order[r.tag];
-    order.push_back(key);
-    while (order.size() > shard_.keep) {
-      shard_.kept.erase(order.front());
-      order.pop_front();
+    auto [where, fresh] = shard_.kept.try_emplace(key);
+    if (!fresh) {  // kept already: the newer copy in its place
+      shard_.rings[where->second.first].results[where->second.second] = r;
+      return;
     }
+    auto [ring_at, new_ring] =
+        shard_.ring_of.try_emplace(r.tag, static_cast<uint32_t>(shard_.rings.size()));
+    if (new_ring) {
+      Shard::KeptRing& made = shard_.rings.emplace_back();
+      made.keys.assign(shard_.keep, -1);
+      made.results.resize(shard_.keep);
+    }
+    const uint32_t ring_index = ring_at->second;
+    Shard::KeptRing& ring = shard_.rings[ring_index];
+    const size_t slot = ring.next;
+    ring.next = (slot + 1) % ring.keys.size();
+    if (ring.keys[slot] >= 0) shard_.kept.erase(ring.keys[slot]);  // the tag's oldest
+    ring.keys[slot] = key;
+    ring.results[slot] = r;
+    // `where` may have moved when the oldest was erased: look the key up again.
+    shard_.kept[key] = {ring_index, static_cast<uint32_t>(slot)};
   }
 
   void CountDone(int64_t it, int64_t now) {
@@ -793,10 +818,10 @@ class Ps {
   }
 
   void Resend(int64_t key, int raw_member) {
-    auto kept = shard_.kept.find(key);
+    auto found = shard_.kept.find(key);
     const int64_t it = key / shard_.chunks;
     const int64_t g = shard_.first + key % shard_.chunks;
-    if (kept == shard_.kept.end()) {
+    if (found == shard_.kept.end()) {
       // Rina's agent: the result is not out yet (the iteration's reduction runs or waits): the
       // acknowledgement again.
       if (options_.reduce && it >= next_emit_) {
@@ -809,9 +834,10 @@ class Ps {
     }
     // Under the latest configuration's tag: the switches route that one.
     const JobConfig::Tag& owner = OwnerTag(g);
-    kept->second.tag = owner.tag;
-    kept->second.chunk = WireChunk(it, g);
-    SendResult(owner, kept->second, raw_member);
+    InaPacket& kept = shard_.rings[found->second.first].results[found->second.second];
+    kept.tag = owner.tag;
+    kept.chunk = WireChunk(it, g);
+    SendResult(owner, kept, raw_member);
     ++report_.counters.results_resent;
   }
 
@@ -835,6 +861,8 @@ class Ps {
   PsGroup* group_ = nullptr;
   int64_t owned_ = 0;  // gradient chunks of the shard this thread completes
   std::vector<Datagram> handed_;
+  uint32_t last_tag_ = 0;             // OnDatagram's: the last tag value seen ...
+  size_t last_view_ = SIZE_MAX;       // ... and its view
   InaPacket header_;                  // OnDatagram's: the packet at hand
   std::vector<int> members_scratch_;  // OnDatagram's: whose data it carries
   int64_t next_emit_ = 0;
