@@ -11,7 +11,6 @@
 #include <memory>
 #include <set>
 #include <thread>
-#include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -55,9 +54,9 @@ struct AggregatorInputs {
 struct TagView {
   const JobConfig::Tag* tag = nullptr;
   TagSpan span;
-  std::unordered_map<uint32_t, int> member_at;         // address -> member index (canonical)
-  std::unordered_map<uint32_t, size_t> aggregator_at;  // address -> aggregator index
-  std::vector<AggregatorInputs> inputs;                // per aggregator, canonical member indices
+  absl::flat_hash_map<uint32_t, int> member_at;         // address -> member index (canonical)
+  absl::flat_hash_map<uint32_t, size_t> aggregator_at;  // address -> aggregator index
+  std::vector<AggregatorInputs> inputs;                 // per aggregator, canonical member indices
 };
 
 // The PS's shard of the gradient: the gradient chunks [first, first + chunks) of every
@@ -852,7 +851,7 @@ class Ps {
   std::vector<JobConfig::Member> members_;  // canonical order: first seen in the first config
   std::map<std::string, int> canonical_;    // worker id -> index into members_
   std::vector<TagView> views_;
-  std::unordered_map<uint32_t, size_t> tag_index_;  // value -> view
+  absl::flat_hash_map<uint32_t, size_t> tag_index_;  // value -> view
   std::vector<IterationProgress> progress_;
   // Threads (PsOptions::threads): this one's index, how many, what they share.
   bool Mine(int64_t g) const { return threads_ == 1 || OwnerThread(g, threads_) == thread_; }

@@ -174,7 +174,8 @@ class Worker {
     auto socket = UdpSocket::Open(options_.socket);
     if (!socket.ok()) return socket.status();
     socket_ = std::move(*socket);
-    gradient_.assign(static_cast<size_t>(lanes_), 0);
+    if (options_.input == nullptr) gradient_.assign(static_cast<size_t>(lanes_), 0);
+    source_ = options_.input != nullptr ? options_.input->data() : gradient_.data();
     result_.assign(static_cast<size_t>(lanes_), 0);
     absl::Status status;
     for (int64_t it = 0; it < options_.iterations && status.ok(); ++it) {
@@ -243,6 +244,12 @@ class Worker {
     }
   }
 
+  // Before the runs are rebuilt (a re-plan): each tag's congestion state, which Configure takes
+  // over for a tag value that stays.
+  void SaveCongestion() {
+    for (const TagRun& r : runs_) cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
+  }
+
   // A result of a chunk of run `r` sent once: the window grows (slow start below ssthresh, one
   // chunk per round trip above it).
   void OnNewResult(TagRun& r) {
@@ -252,7 +259,6 @@ class Worker {
       r.cwnd += 1.0 / std::max(1.0, r.cwnd);
     }
     r.cwnd = std::min<double>(r.cwnd, r.window);
-    cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
   }
 
   // A retransmission timeout of a chunk of `r` first sent at `sent_us`: the window halves, once
@@ -263,7 +269,6 @@ class Worker {
     r.cwnd = r.ssthresh;
     r.cut_us = now_us_;
     ++report_.window_cuts;
-    cwnd_of_[r.span.tag] = {r.cwnd, r.ssthresh};
   }
 
   // Loss detection from later results applies to plain workers with congestion control (a Rina
@@ -338,6 +343,7 @@ class Worker {
     }
     config_ = std::move(next);
     layout_ = std::move(*layout);
+    SaveCongestion();
     BuildRuns();  // the same chunks are ours (CheckContinuation: the same members)
     for (size_t i = 0; i < runs_.size(); ++i) {
       TagRun& r = runs_[i];
@@ -365,11 +371,8 @@ class Worker {
   }
 
   absl::Status RunIteration(int64_t it) {
-    if (options_.input != nullptr) {
-      gradient_ = *options_.input;
-    } else {
-      FillSynthetic(options_.seed, options_.worker, it, 0, gradient_);
-    }
+    // A given gradient is read where it is (no copy per iteration); the synthetic one is made.
+    if (options_.input == nullptr) FillSynthetic(options_.seed, options_.worker, it, 0, gradient_);
     std::fill(result_.begin(), result_.end(), 0);
     ChunkState fresh;
     fresh.timeout_us = options_.timeout_ms * 1000;
@@ -505,7 +508,7 @@ class Worker {
     std::span<uint8_t> out =
         socket_->QueueInPlace(r.tag->ps_address, options_.socket.port, kPacketBytes, block);
     EncodePacketHeader(p, out.data());
-    StoreWireLanes(gradient_.data() + b, static_cast<int>(e - b), out.data() + kHeaderBytes);
+    StoreWireLanes(source_ + b, static_cast<int>(e - b), out.data() + kHeaderBytes);
     std::fill(out.begin() + kHeaderBytes + 4 * (e - b), out.end(), 0);  // a short last chunk
     st.sent = true;
     st.sent_tag = r.span.tag;
@@ -654,7 +657,8 @@ class Worker {
   std::vector<ChunkState> chunks_;               // per gradient chunk, this iteration
   int64_t remaining_ = 0;                        // our chunks without result, this iteration
   std::unique_ptr<UdpSocket> socket_;
-  std::vector<int32_t> gradient_;
+  std::vector<int32_t> gradient_;    // the synthetic gradient (without options.input)
+  const int32_t* source_ = nullptr;  // the gradient the chunks are sent from
   std::vector<int32_t> result_;
   TimerQueue timers_;
   WorkerReport report_;
