@@ -29,7 +29,7 @@ namespace inac::agent {
 // A PS with several threads splits its shard into blocks of this many consecutive gradient
 // chunks, dealt round-robin to its threads (agent/ps.h PsOptions::threads); workers never put
 // chunks of two blocks into one GSO send (agent/udp_socket.h), so the kernel can steer each send
-// whole. 64 = the most segments of one GSO send.
+// whole. 64: every kernel with UDP GSO takes at least 64 segments per send.
 inline constexpr int64_t kSteeringBlock = 64;
 
 struct TagSpan {

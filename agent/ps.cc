@@ -813,7 +813,13 @@ class Ps {
                            bytes);
       return;
     }
-    for (const auto& m : t.members) (void)socket_->Queue(m.address, options_.socket.port, bytes);
+    bool first = true;
+    for (const auto& m : t.members) {
+      // One copy of the bytes for every member: each further member's datagram points at it.
+      (void)(first ? socket_->Queue(m.address, options_.socket.port, bytes)
+                   : socket_->QueueCopy(m.address, options_.socket.port));
+      first = false;
+    }
   }
 
   void Resend(int64_t key, int raw_member) {

@@ -150,23 +150,43 @@ absl::Status UdpSocket::Queue(uint32_t address, uint16_t port, std::span<const u
     return absl::InvalidArgumentError(
         absl::StrCat("datagram of ", payload.size(), " bytes: at most ", kMaxDatagram));
   }
-  if (Dropped()) return absl::OkStatus();
+  if (Dropped()) {
+    if (payload.data() != discard_.get()) {
+      std::memcpy(discard_.get(), payload.data(), payload.size());
+    }
+    last_bytes_ = discard_.get();
+    last_length_ = payload.size();
+    last_group_ = group;
+    last_in_batch_ = false;
+    return absl::OkStatus();
+  }
   absl::Status s;
   if (queued_.size() == static_cast<size_t>(kSendBatch) ||
       send_used_ + payload.size() > kSendBatch * kMaxDatagram) {
     s = Flush();
   }
-  std::memcpy(send_bytes_.get() + send_used_, payload.data(), payload.size());
+  uint8_t* at = send_bytes_.get() + send_used_;
+  if (at != payload.data()) std::memmove(at, payload.data(), payload.size());
   queued_.push_back(Queued{address, port, static_cast<uint16_t>(payload.size()), group,
                            static_cast<uint32_t>(send_used_)});
   send_used_ += payload.size();
+  last_bytes_ = at;
+  last_length_ = payload.size();
+  last_group_ = group;
+  last_in_batch_ = true;
   return s;
 }
 
 std::span<uint8_t> UdpSocket::QueueInPlace(uint32_t address, uint16_t port, size_t length,
                                            uint32_t group) {
   length = std::min(length, kMaxDatagram);
-  if (Dropped()) return {discard_.get(), length};
+  last_length_ = length;
+  last_group_ = group;
+  if (Dropped()) {
+    last_bytes_ = discard_.get();
+    last_in_batch_ = false;
+    return {discard_.get(), length};
+  }
   if (queued_.size() == static_cast<size_t>(kSendBatch) ||
       send_used_ + length > kSendBatch * kMaxDatagram) {
     (void)Flush();
@@ -175,7 +195,23 @@ std::span<uint8_t> UdpSocket::QueueInPlace(uint32_t address, uint16_t port, size
   queued_.push_back(Queued{address, port, static_cast<uint16_t>(length), group,
                            static_cast<uint32_t>(send_used_)});
   send_used_ += length;
+  last_bytes_ = at;
+  last_in_batch_ = true;
   return {at, length};
+}
+
+absl::Status UdpSocket::QueueCopy(uint32_t address, uint16_t port) {
+  if (last_bytes_ == nullptr) return absl::FailedPreconditionError("QueueCopy: nothing queued");
+  if (!last_in_batch_ || queued_.size() == static_cast<size_t>(kSendBatch)) {
+    // Its bytes are not in the batch (dropped by the hook, or about to be flushed): a copy.
+    // Queue moves them into the batch first (the batch's memory survives a flush).
+    return Queue(address, port, {last_bytes_, last_length_}, last_group_);
+  }
+  if (Dropped()) return absl::OkStatus();
+  const uint32_t offset = static_cast<uint32_t>(last_bytes_ - send_bytes_.get());
+  queued_.push_back(
+      Queued{address, port, static_cast<uint16_t>(last_length_), last_group_, offset});
+  return absl::OkStatus();
 }
 
 absl::Status UdpSocket::Flush() {
@@ -217,7 +253,7 @@ absl::Status UdpSocket::Flush() {
     const Queued& q = queued_[order[i]];
     size_t j = i + 1;
     if (UseGso(q.address)) {
-      const size_t most = std::min<size_t>(kMaxSegments, 65507 / std::max<size_t>(1, q.length));
+      const size_t most = std::min<size_t>(max_segments_, 65507 / std::max<size_t>(1, q.length));
       while (j < n && j - i < most) {
         const Queued& r = queued_[order[j]];
         if (r.address != q.address || r.port != q.port || r.length != q.length ||
@@ -274,9 +310,13 @@ absl::Status UdpSocket::Flush() {
     const int err = errno;
     if (sent < 0 && err == EINTR) continue;
     if (count[k] > 1 && (err == EIO || err == EINVAL)) {
-      // No GSO on this route (no checksum offload): these datagrams one by one, and no GSO from
-      // now on.
-      gso_ = GsoMode::kOff;
+      // More segments than this kernel takes: fewer from now on. Else no GSO on this route (no
+      // checksum offload): no GSO from now on. These datagrams one by one.
+      if (err == EINVAL && count[k] > kMinMaxSegments && max_segments_ > kMinMaxSegments) {
+        max_segments_ = kMinMaxSegments;
+      } else {
+        gso_ = GsoMode::kOff;
+      }
       for (size_t x = 0; x < count[k]; ++x) {
         const Queued& r = queued_[order[first[k] + x]];
         absl::Status s = SendNow(r.address, r.port, {send_bytes_.get() + r.offset, r.length});
@@ -295,6 +335,7 @@ absl::Status UdpSocket::Flush() {
   }
   queued_.clear();
   send_used_ = 0;
+  last_in_batch_ = false;  // its bytes stay where they are until the next datagram is queued
   return result;
 }
 

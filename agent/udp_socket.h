@@ -86,7 +86,11 @@ struct DatagramView {
 
 inline constexpr int kSendBatch = 256;
 inline constexpr int kReceiveBatch = 32;
-inline constexpr int kMaxSegments = 64;  // the kernel's UDP_MAX_SEGMENTS on every 6.x kernel
+// The most segments of one GSO send: the kernel's UDP_MAX_SEGMENTS, 128 on recent kernels (64
+// before): a send refused with more than 64 is sent again one by one, and the socket keeps to
+// kMinMaxSegments from then on.
+inline constexpr int kMaxSegments = 128;
+inline constexpr int kMinMaxSegments = 64;
 
 class UdpSocket {
  public:
@@ -106,6 +110,9 @@ class UdpSocket {
   // fill before its next call on the socket.
   std::span<uint8_t> QueueInPlace(uint32_t address, uint16_t port, size_t length,
                                   uint32_t group = 0);
+  // Queues the datagram queued last (by Queue, QueueInPlace or QueueCopy) once more, to
+  // another destination, from the same bytes (no copy while the batch has room).
+  absl::Status QueueCopy(uint32_t address, uint16_t port);
   absl::Status Flush();
   // True when a datagram is buffered or queued within `timeout_us` (0: just look).
   bool Wait(int64_t timeout_us);
@@ -139,6 +146,7 @@ class UdpSocket {
 
   int fd_;
   int wake_fd_ = -1;
+  size_t max_segments_ = kMaxSegments;
   SocketOptions options_;
   GsoMode gso_;
   bool gro_ = false;
@@ -160,6 +168,12 @@ class UdpSocket {
     uint32_t offset;
   };
   size_t send_used_ = 0;  // bytes of send_bytes_ in use
+  // The datagram queued last: where its bytes are (the batch, or discard_ when the test hook
+  // dropped it) and its length and group.
+  const uint8_t* last_bytes_ = nullptr;
+  size_t last_length_ = 0;
+  uint32_t last_group_ = 0;
+  bool last_in_batch_ = false;
   std::unique_ptr<uint8_t[]> send_bytes_;
   std::vector<Queued> queued_;
   std::unique_ptr<uint8_t[]> discard_;  // where a datagram the test hook drops is written

@@ -84,6 +84,33 @@ TEST(UdpSocketTest, SendLeavesAfterWhatIsQueuedAndQueueInPlaceIsWhatLeaves) {
   EXPECT_EQ(got[3].second, 40u);
 }
 
+// A PS sends each result to every member from one copy of its bytes (QueueCopy), also across
+// batch boundaries and flushes.
+TEST(UdpSocketTest, QueueCopySendsTheSameBytesToAnotherDestination) {
+  const uint16_t port = PickUdpPort();
+  auto tx = UdpSocket::Open(SocketOptions{Loopback(77, kB, 8), port});
+  auto a = UdpSocket::Open(SocketOptions{Loopback(77, kB, 9), port});
+  auto b = UdpSocket::Open(SocketOptions{Loopback(77, kB, 10), port});
+  ASSERT_TRUE(tx.ok() && a.ok() && b.ok());
+  EXPECT_FALSE((*tx)->QueueCopy(Loopback(77, kB, 10), port).ok());  // nothing queued yet
+  for (uint32_t i = 0; i < 300; ++i) {
+    ASSERT_TRUE((*tx)->Queue(Loopback(77, kB, 9), port, Numbered(i, kPacketBytes)).ok());
+    if (i == 150) {
+      ASSERT_TRUE((*tx)->Flush().ok());  // the copy then comes from the old bytes
+    }
+    ASSERT_TRUE((*tx)->QueueCopy(Loopback(77, kB, 10), port).ok());
+  }
+  ASSERT_TRUE((*tx)->Flush().ok());
+  for (UdpSocket* rx : {a->get(), b->get()}) {
+    auto got = Drain(*rx, 300);
+    ASSERT_EQ(got.size(), 300u);
+    for (uint32_t i = 0; i < 300; ++i) {
+      EXPECT_EQ(got[i].first, i);
+      EXPECT_EQ(got[i].second, kPacketBytes);
+    }
+  }
+}
+
 TEST(UdpSocketTest, TheDropHookDiscardsQueuedDatagramsDeterministically) {
   const uint16_t port = PickUdpPort();
   std::vector<size_t> received;
