@@ -66,7 +66,11 @@ struct Shard {
   int64_t first = 0;
   int64_t chunks = 0;
   std::vector<bool> complete;  // per key
-  absl::flat_hash_map<int64_t, Accumulator> open;
+  // The chunks with data but no result yet: key -> index into `pool` (accumulators are reused,
+  // so a chunk costs no allocation and the map's slots stay small).
+  absl::flat_hash_map<int64_t, uint32_t> open;
+  std::vector<Accumulator> pool;
+  std::vector<uint32_t> free;
   // Recent results, per tag value they were first sent under: a ring of that tag's last `keep`
   // results (the oldest overwritten first), and where each key's result is. Each tag keeps its
   // own, so a tag that runs ahead never pushes out the results of a slower one, whose workers may
@@ -602,12 +606,22 @@ class Ps {
       if (retransmit) Resend(key, raw_member);
       return true;
     }
-    Accumulator& acc = shard_.open[key];
-    if (acc.counted.empty()) {
-      acc.counted.assign(members_.size(), 0);
-      acc.slot = packet->slot;
-      acc.view = view_index;
+    auto [open_at, fresh] = shard_.open.try_emplace(key, 0);
+    if (fresh) {
+      if (shard_.free.empty()) {
+        shard_.free.push_back(static_cast<uint32_t>(shard_.pool.size()));
+        shard_.pool.emplace_back();
+      }
+      open_at->second = shard_.free.back();
+      shard_.free.pop_back();
+      Accumulator& made = shard_.pool[open_at->second];
+      made.counted.assign(members_.size(), 0);
+      made.n = 0;
+      made.slot = packet->slot;
+      made.view = view_index;
+      made.mixed = false;
     }
+    Accumulator& acc = shard_.pool[open_at->second];
     acc.mixed |= acc.view != view_index;
     size_t seen = 0;
     for (int m : members) seen += acc.counted[static_cast<size_t>(m)];
@@ -627,8 +641,14 @@ class Ps {
                                     " of its ", members.size(), " already counted)"));
     }
     for (int m : members) acc.counted[static_cast<size_t>(m)] = 1;
+    if (acc.n == 0) {
+      // The first data of the chunk: stored, not added (a reused accumulator holds old sums).
+      LoadWireLanes(d.payload.data() + kHeaderBytes, kLanes,
+                    reinterpret_cast<int32_t*>(acc.sum.data()));
+    } else {
+      AddWireLanes(d.payload.data() + kHeaderBytes, kLanes, acc.sum.data());
+    }
     acc.n += members.size();
-    AddWireLanes(d.payload.data() + kHeaderBytes, kLanes, acc.sum.data());
     const int64_t contributed = static_cast<int64_t>(members.size());
     c.contributions += contributed;
     prog.contributions += contributed;
@@ -642,7 +662,9 @@ class Ps {
   }
 
   void Complete(int64_t key, int64_t now) {
-    Accumulator& acc = shard_.open[key];
+    auto open_at = shard_.open.find(key);
+    const uint32_t index = open_at->second;
+    Accumulator& acc = shard_.pool[index];
     const int64_t it = key / shard_.chunks;
     const int64_t g = shard_.first + key % shard_.chunks;
     const JobConfig::Tag& owner = OwnerTag(g);
@@ -653,7 +675,8 @@ class Ps {
     r.flags = kFlagResult;
     r.count = static_cast<uint8_t>(owner.members.size());
     for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
-    shard_.open.erase(key);
+    shard_.open.erase(open_at);
+    shard_.free.push_back(index);
     shard_.complete[static_cast<size_t>(key)] = true;
     if (options_.reduce) {
       // Rina's agent: the result waits for the iteration's reduction (ReduceReady).
