@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "agent/clock.h"
 #include "agent/gradient.h"
@@ -651,11 +652,11 @@ class Worker {
   const WorkerOptions& options_;
   int64_t lanes_ = 0;
   Layout layout_;
-  std::vector<TagRun> runs_;                     // the tags of config_ we are a member of
-  std::vector<uint32_t> owner_;                  // gradient chunk -> index into runs_
-  std::unordered_map<uint32_t, TagSpan> spans_;  // every tag value adopted -> its lanes
-  std::vector<ChunkState> chunks_;               // per gradient chunk, this iteration
-  int64_t remaining_ = 0;                        // our chunks without result, this iteration
+  std::vector<TagRun> runs_;                      // the tags of config_ we are a member of
+  std::vector<uint32_t> owner_;                   // gradient chunk -> index into runs_
+  absl::flat_hash_map<uint32_t, TagSpan> spans_;  // every tag value adopted -> its lanes
+  std::vector<ChunkState> chunks_;                // per gradient chunk, this iteration
+  int64_t remaining_ = 0;                         // our chunks without result, this iteration
   std::unique_ptr<UdpSocket> socket_;
   std::vector<int32_t> gradient_;    // the synthetic gradient (without options.input)
   const int32_t* source_ = nullptr;  // the gradient the chunks are sent from
