@@ -1,5 +1,6 @@
 #include "agent/gradient.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -58,6 +59,45 @@ float FromFixedPoint(int32_t lane, int scale_bits) {
   return static_cast<float>(std::ldexp(static_cast<double>(lane), -scale_bits));
 }
 
+namespace {
+
+__attribute__((target_clones("avx2", "default"))) int64_t ToFixedPointLoop(
+    const float* __restrict values, size_t n, float scale, int32_t* __restrict out) {
+  constexpr float kTwo31 = 2147483648.0f;  // 2^31, exactly
+  int64_t clamped = 0;
+  for (size_t i = 0; i < n; ++i) {
+    // value * 2^s is exact (a power of two); rint rounds half to even, as nearbyint does.
+    const float x = __builtin_rintf(values[i] * scale);
+    const bool over = x >= kTwo31;
+    const bool under = x < -kTwo31;
+    const bool nan = x != x;
+    int32_t v = static_cast<int32_t>(over || under || nan ? 0.0f : x);
+    v = over ? std::numeric_limits<int32_t>::max() : v;
+    v = under ? std::numeric_limits<int32_t>::min() : v;
+    clamped += (over || under || nan) ? 1 : 0;
+    out[i] = v;
+  }
+  return clamped;
+}
+
+__attribute__((target_clones("avx2", "default"))) void FromFixedPointLoop(
+    const int32_t* __restrict lanes, size_t n, float inverse_scale, float* __restrict out) {
+  // int32 -> float rounds once; the power-of-two scale is exact: as the double path does.
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(lanes[i]) * inverse_scale;
+}
+
+}  // namespace
+
+int64_t ToFixedPointLanes(std::span<const float> values, int scale_bits, std::span<int32_t> out) {
+  return ToFixedPointLoop(values.data(), std::min(values.size(), out.size()),
+                          std::ldexp(1.0f, scale_bits), out.data());
+}
+
+void FromFixedPointLanes(std::span<const int32_t> lanes, int scale_bits, std::span<float> out) {
+  FromFixedPointLoop(lanes.data(), std::min(lanes.size(), out.size()),
+                     std::ldexp(1.0f, -scale_bits), out.data());
+}
+
 absl::StatusOr<FileGradient> ReadGradientFile(const std::string& path, const FileFormat& format) {
   if (format.scale_bits < 0 || format.scale_bits > 30) {
     return absl::InvalidArgumentError("--scale-bits: must be in [0, 30]");
@@ -75,6 +115,7 @@ absl::StatusOr<FileGradient> ReadGradientFile(const std::string& path, const Fil
   }
   FileGradient g;
   g.lanes.resize(bytes.size() / 4);
+  std::vector<float> values(format.is_float ? g.lanes.size() : 0);
   for (size_t i = 0; i < g.lanes.size(); ++i) {
     const uint8_t* p = &bytes[4 * i];
     const uint32_t u = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
@@ -83,14 +124,12 @@ absl::StatusOr<FileGradient> ReadGradientFile(const std::string& path, const Fil
       g.lanes[i] = static_cast<int32_t>(u);
       continue;
     }
-    const float f = std::bit_cast<float>(u);
-    if (std::isnan(f)) {
+    values[i] = std::bit_cast<float>(u);
+    if (std::isnan(values[i])) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": value ", i, " is NaN"));
     }
-    bool sat = false;
-    g.lanes[i] = ToFixedPoint(f, format.scale_bits, &sat);
-    if (sat) ++g.saturated;
   }
+  if (format.is_float) g.saturated = ToFixedPointLanes(values, format.scale_bits, g.lanes);
   return g;
 }
 
@@ -99,10 +138,11 @@ absl::Status WriteGradientFile(const std::string& path, std::span<const int32_t>
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
   std::vector<uint8_t> bytes(lanes.size() * 4);
+  std::vector<float> values(format.is_float ? lanes.size() : 0);
+  if (format.is_float) FromFixedPointLanes(lanes, format.scale_bits, values);
   for (size_t i = 0; i < lanes.size(); ++i) {
-    const uint32_t u = format.is_float
-                           ? std::bit_cast<uint32_t>(FromFixedPoint(lanes[i], format.scale_bits))
-                           : static_cast<uint32_t>(lanes[i]);
+    const uint32_t u =
+        format.is_float ? std::bit_cast<uint32_t>(values[i]) : static_cast<uint32_t>(lanes[i]);
     for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<uint8_t>(u >> (8 * b));
   }
   out.write(reinterpret_cast<const char*>(bytes.data()),

@@ -1,8 +1,9 @@
 // Synthetic gradients, fixed-point scaling of float files, and the report's figures.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,6 +99,58 @@ TEST(ReportTest, BandwidthsFollowNcclTests) {
   nlohmann::json w;
   AddSummaryJson({s}, 3, &w);
   EXPECT_TRUE(w["in_network_share"].is_null());
+}
+
+// The array conversions give exactly what the one-value ones give (and count the clamped), for
+// random values, halves (ties to even), zeros, the int32 edges, infinities and NaN.
+TEST(GradientTest, FixedPointLanesEqualTheScalarConversion) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               0.5f,
+                               1.5f,
+                               2.5f,
+                               -0.5f,
+                               -1.5f,
+                               1e-30f,
+                               -1e-30f,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               2147483520.0f,
+                               -2147483648.0f,
+                               2147483648.0f,
+                               -2147483904.0f,
+                               std::numeric_limits<float>::quiet_NaN()};
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 10000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const float unit = static_cast<float>(x % 2000001) / 1000000.0f - 1.0f;  // [-1, 1]
+    values.push_back(std::ldexp(unit, static_cast<int>(x >> 40) % 40 - 20));
+  }
+  for (int bits : {0, 8, 16, 30}) {
+    std::vector<int32_t> lanes(values.size());
+    const int64_t clamped = ToFixedPointLanes(values, bits, lanes);
+    int64_t want_clamped = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isnan(values[i])) {
+        EXPECT_EQ(lanes[i], 0);
+        ++want_clamped;
+        continue;
+      }
+      bool sat = false;
+      ASSERT_EQ(lanes[i], ToFixedPoint(values[i], bits, &sat)) << values[i] << " at " << bits;
+      want_clamped += sat ? 1 : 0;
+    }
+    EXPECT_EQ(clamped, want_clamped) << bits;
+    std::vector<float> back(lanes.size());
+    FromFixedPointLanes(lanes, bits, back);
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(back[i]),
+                std::bit_cast<uint32_t>(FromFixedPoint(lanes[i], bits)))
+          << lanes[i] << " at " << bits;
+    }
+  }
 }
 
 }  // namespace
