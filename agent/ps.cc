@@ -668,12 +668,17 @@ class Ps {
     const int64_t it = key / shard_.chunks;
     const int64_t g = shard_.first + key % shard_.chunks;
     const JobConfig::Tag& owner = OwnerTag(g);
-    InaPacket r;
+    const uint32_t slot = acc.slot;
+    // The result is made where it is kept (for retransmissions), and encoded from there.
+    InaPacket scratch;
+    InaPacket& r = options_.reduce ? scratch : KeepSlot(key, owner.tag);
     r.tag = owner.tag;
     r.chunk = WireChunk(it, g);
-    r.slot = acc.slot;
+    r.slot = slot;
     r.flags = kFlagResult;
     r.count = static_cast<uint8_t>(owner.members.size());
+    r.reserved = 0;
+    r.bitmap = 0;
     for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
     shard_.open.erase(open_at);
     shard_.free.push_back(index);
@@ -691,32 +696,36 @@ class Ps {
     }
     SendResult(owner, r, -1);
     ++report_.counters.results_sent;
-    Keep(key, r);
     CountDone(it, now);
   }
 
-  void Keep(int64_t key, const InaPacket& r) {
-    auto [where, fresh] = shard_.kept.try_emplace(key);
-    if (!fresh) {  // kept already: the newer copy in its place
-      shard_.rings[where->second.first].results[where->second.second] = r;
-      return;
+  void Keep(int64_t key, const InaPacket& r) { KeepSlot(key, r.tag) = r; }
+
+  // The place of key's result among the kept ones of tag value `tag` (first sent under it): a
+  // new slot of that tag's ring (its oldest result forgotten), or the one the key has.
+  InaPacket& KeepSlot(int64_t key, uint32_t tag) {
+    if (tag != last_ring_tag_ || last_ring_ == UINT32_MAX) {
+      auto [ring_at, new_ring] =
+          shard_.ring_of.try_emplace(tag, static_cast<uint32_t>(shard_.rings.size()));
+      if (new_ring) {
+        Shard::KeptRing& made = shard_.rings.emplace_back();
+        made.keys.assign(shard_.keep, -1);
+        made.results.resize(shard_.keep);
+      }
+      last_ring_tag_ = tag;
+      last_ring_ = ring_at->second;
     }
-    auto [ring_at, new_ring] =
-        shard_.ring_of.try_emplace(r.tag, static_cast<uint32_t>(shard_.rings.size()));
-    if (new_ring) {
-      Shard::KeptRing& made = shard_.rings.emplace_back();
-      made.keys.assign(shard_.keep, -1);
-      made.results.resize(shard_.keep);
-    }
-    const uint32_t ring_index = ring_at->second;
+    const uint32_t ring_index = last_ring_;
     Shard::KeptRing& ring = shard_.rings[ring_index];
+    auto [where, fresh] = shard_.kept.try_emplace(key, ring_index, 0);
+    if (!fresh) return shard_.rings[where->second.first].results[where->second.second];
     const size_t slot = ring.next;
+    where->second.second = static_cast<uint32_t>(slot);
     ring.next = (slot + 1) % ring.keys.size();
-    if (ring.keys[slot] >= 0) shard_.kept.erase(ring.keys[slot]);  // the tag's oldest
+    const int64_t oldest = ring.keys[slot];
     ring.keys[slot] = key;
-    ring.results[slot] = r;
-    // `where` may have moved when the oldest was erased: look the key up again.
-    shard_.kept[key] = {ring_index, static_cast<uint32_t>(slot)};
+    if (oldest >= 0) shard_.kept.erase(oldest);  // last: `where` is not used after it
+    return ring.results[slot];
   }
 
   void CountDone(int64_t it, int64_t now) {
@@ -824,23 +833,28 @@ class Ps {
   // To the members of `t` (r's tag in the latest configuration); `only_member` >= 0 (a canonical
   // index, unicast mode): that member alone.
   void SendResult(const JobConfig::Tag& t, const InaPacket& r, int only_member) {
-    const PacketBytes bytes = EncodePacket(r);
+    // Encoded straight into the socket's batch.
+    auto queue_to = [&](uint32_t address) {
+      (void)EncodePacketInto(r, socket_->QueueInPlace(address, options_.socket.port, kPacketBytes));
+    };
     if (!options_.unicast_results) {
       // The switches replicate it to every member (any member's address routes it there): the
       // first member of the first configuration, whatever the plan.
-      (void)socket_->Queue(members_.front().address, options_.socket.port, bytes);
+      queue_to(members_.front().address);
       return;
     }
     if (only_member >= 0) {
-      (void)socket_->Queue(members_[static_cast<size_t>(only_member)].address, options_.socket.port,
-                           bytes);
+      queue_to(members_[static_cast<size_t>(only_member)].address);
       return;
     }
     bool first = true;
     for (const auto& m : t.members) {
       // One copy of the bytes for every member: each further member's datagram points at it.
-      (void)(first ? socket_->Queue(m.address, options_.socket.port, bytes)
-                   : socket_->QueueCopy(m.address, options_.socket.port));
+      if (first) {
+        queue_to(m.address);
+      } else {
+        (void)socket_->QueueCopy(m.address, options_.socket.port);
+      }
       first = false;
     }
   }
@@ -889,6 +903,8 @@ class Ps {
   PsGroup* group_ = nullptr;
   int64_t owned_ = 0;  // gradient chunks of the shard this thread completes
   std::vector<Datagram> handed_;
+  uint32_t last_ring_tag_ = 0;        // KeepSlot's: the last tag value ...
+  uint32_t last_ring_ = UINT32_MAX;   // ... and its ring
   uint32_t last_tag_ = 0;             // OnDatagram's: the last tag value seen ...
   size_t last_view_ = SIZE_MAX;       // ... and its view
   InaPacket header_;                  // OnDatagram's: the packet at hand
