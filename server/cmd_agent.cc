@@ -110,7 +110,8 @@ void AddCommonOptions(CLI::App* cmd, CommonArgs* a) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--window", a->window,
-                  "Chunks in flight per tag (0: the grant, or 64 without one). A window larger "
+                  "Chunks in flight per tag (0: the grant, or 64 without one, 1024 straight to the "
+                  "PS). A window larger "
                   "than the grant forces aggregator contention (testing)");
   cmd->add_flag("--no-congestion-control", a->no_congestion_control,
                 "Workers: send the whole window at once, unpaced, never shrinking it on loss "
