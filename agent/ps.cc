@@ -1019,12 +1019,8 @@ absl::StatusOr<PsReport> RunPs(const JobConfig& config, const PsOptions& options
   Ps ps(config, options);
   if (absl::Status s = ps.Prepare(); !s.ok()) return s;
   int64_t cpu_us = 0;
-  absl::Status s = RunDataPlane(options.netns_fd, [&] {
-    const int64_t start = ThreadCpuUs();
-    absl::Status run = ps.Run();
-    cpu_us = ThreadCpuUs() - start;
-    return run;
-  });
+  absl::Status s = RunDataPlane(
+      options.netns_fd, [&] { return ps.Run(); }, &cpu_us);
   if (!s.ok()) return s;
   PsReport report = ps.report();
   report.cpu_us = cpu_us;

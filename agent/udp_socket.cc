@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "agent/clock.h"
 #include "agent/mix.h"
 #include "core/topology.h"
 
@@ -456,7 +457,8 @@ absl::StatusOr<int> OpenNetns(const std::string& name) {
   return fd;
 }
 
-absl::Status RunDataPlane(int netns_fd, const std::function<absl::Status()>& body) {
+absl::Status RunDataPlane(int netns_fd, const std::function<absl::Status()>& body,
+                          int64_t* cpu_us) {
   absl::Status result;
   std::thread t([&] {
     if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) {
@@ -468,7 +470,9 @@ absl::Status RunDataPlane(int netns_fd, const std::function<absl::Status()>& bod
                                                    err == EPERM ? " (needs CAP_SYS_ADMIN)" : ""));
       return;
     }
+    const int64_t start = ThreadCpuUs();
     result = body();
+    if (cpu_us != nullptr) *cpu_us = ThreadCpuUs() - start;
   });
   t.join();
   return result;

@@ -194,6 +194,8 @@ class UdpSocket {
 // PermissionDenied naming the path. The caller closes it.
 absl::StatusOr<int> OpenNetns(const std::string& name);
 
-absl::Status RunDataPlane(int netns_fd, const std::function<absl::Status()>& body);
+// `cpu_us`, when given, receives the CPU time (user + system) `body` used on that thread.
+absl::Status RunDataPlane(int netns_fd, const std::function<absl::Status()>& body,
+                          int64_t* cpu_us = nullptr);
 
 }  // namespace inac::agent

@@ -685,12 +685,8 @@ absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOpti
   Worker worker(config, options);
   if (absl::Status s = worker.Prepare(); !s.ok()) return s;
   int64_t cpu_us = 0;
-  absl::Status s = RunDataPlane(options.netns_fd, [&] {
-    const int64_t start = ThreadCpuUs();
-    absl::Status run = worker.Run();
-    cpu_us = ThreadCpuUs() - start;
-    return run;
-  });
+  absl::Status s = RunDataPlane(
+      options.netns_fd, [&] { return worker.Run(); }, &cpu_us);
   if (!s.ok()) return s;
   WorkerReport report = worker.report();
   report.cpu_us = cpu_us;

@@ -57,6 +57,7 @@
 #include "agent/ps.h"
 #include "agent/udp_socket.h"
 #include "agent/worker.h"
+#include "tests/agent/agent_fixtures.h"
 
 #ifdef INAC_HAVE_GLOO
 #include <gloo/allreduce.h>
@@ -93,24 +94,8 @@ double ProcessCpuSeconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// 127.a.b.host in host byte order.
-uint32_t Loopback(int a, int b, int host) {
-  return (127u << 24) | (static_cast<uint32_t>(a) << 16) | (static_cast<uint32_t>(b) << 8) |
-         static_cast<uint32_t>(host);
-}
-
-// A UDP port that was free on 127.0.0.1 a moment ago (the agents bind 127.x addresses with it).
-uint16_t PickUdpPort() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using agent::testing::Loopback;
+using agent::testing::PickUdpPort;
 
 struct Run {
   int workers = 0;
