@@ -223,8 +223,11 @@ class DataplaneTest : public ::testing::Test {
   }
 
   // The job's all-reduce (`iterations` of 64 KiB; the agents poll for re-plans every 200 ms) with
-  // `link` cut 2 s into it: in the lab, then reported to the controller (PATCH /links). Waits
-  // for every agent; a fatal failure when the run ended before the cut or the cut failed.
+  // `link` cut 1 s into it: in the lab, then reported to the controller (PATCH /links). Waits
+  // for every agent; a fatal failure when the run ended before the cut or the cut failed. BMv2
+  // carries one 64 KiB iteration of six workers in ~0.2 s, so callers ask for enough iterations
+  // (kIterationsAcrossACut) that the run outlasts the cut and the re-plan several times over.
+  static constexpr int kIterationsAcrossACut = 30;
   std::vector<AgentRun> AllReduceCuttingLinkMidRun(int64_t job,
                                                    const std::vector<std::string>& workers,
                                                    const std::string& ps, const std::string& link,
@@ -232,7 +235,7 @@ class DataplaneTest : public ::testing::Test {
     const std::vector<std::string> args = {
         "--size", "65536", "--iterations", absl::StrCat(iterations), "--refresh-ms", "200"};
     AllReduce a = StartAllReduce(job, workers, ps, args, args);
-    absl::SleepFor(absl::Seconds(2));
+    absl::SleepFor(absl::Seconds(1));
     if (!AllRunning(a)) {
       ADD_FAILURE() << "the all-reduce ended before the cut: make it longer";
       return Wait(std::move(a));

@@ -214,7 +214,8 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
   ASSERT_FALSE(spine.empty()) << "no spine aggregates a worker of lf0: " << before.text;
   const std::string link = LinkBetween(t, spine, "lf0");
   ASSERT_FALSE(link.empty());
-  std::vector<AgentRun> runs = AllReduceCuttingLinkMidRun(job, workers, "h1_3", link, 12);
+  std::vector<AgentRun> runs =
+      AllReduceCuttingLinkMidRun(job, workers, "h1_3", link, kIterationsAcrossACut);
   if (HasFatalFailure()) return;
   Response after = rest.Get(absl::StrCat("/jobs/", job, "/config"));
   ASSERT_EQ(after.status, 200);
@@ -235,7 +236,7 @@ TEST_F(DataplaneTest, LinkDownMidRunIsReplannedAndSumsStayExact) {
     EXPECT_GE(r.report.value("plans", Json::array()).size(), 2u)
         << r.host << ": " << r.report.dump();
   }
-  EXPECT_EQ(runs[0].report.value("iterations_done", 0), 12);
+  EXPECT_EQ(runs[0].report.value("iterations_done", 0), kIterationsAcrossACut);
   EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);
 }
 
@@ -263,7 +264,8 @@ TEST_F(DataplaneTest, GridSplitRangesSumExactlyAndAReCutReplanIsFollowed) {
   ASSERT_EQ(spines, (std::set<std::string>{"sp0", "sp1"})) << before.text;
   const std::string link = LinkBetween(t, "sp0", "lf0");
   ASSERT_FALSE(link.empty());
-  std::vector<AgentRun> runs = AllReduceCuttingLinkMidRun(job, workers, "h1_3", link, 8);
+  std::vector<AgentRun> runs =
+      AllReduceCuttingLinkMidRun(job, workers, "h1_3", link, kIterationsAcrossACut);
   if (HasFatalFailure()) return;
   Response after = rest.Get(absl::StrCat("/jobs/", job, "/config"));
   ASSERT_EQ(after.status, 200);
@@ -285,7 +287,7 @@ TEST_F(DataplaneTest, GridSplitRangesSumExactlyAndAReCutReplanIsFollowed) {
     EXPECT_GE(r.report.value("plans", Json::array()).size(), 2u)
         << r.host << ": " << r.report.dump();
   }
-  EXPECT_EQ(runs[0].report.value("iterations_done", 0), 8);
+  EXPECT_EQ(runs[0].report.value("iterations_done", 0), kIterationsAcrossACut);
   EXPECT_EQ(runs[0].report["packets"].value("violation", -1), 0);
   // The spines summed in the network: contributions that arrived aggregated.
   EXPECT_GT(runs[0].report["contributions"].value("in_network", 0), 0) << runs[0].report.dump();
