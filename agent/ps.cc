@@ -19,6 +19,7 @@
 #include "agent/clock.h"
 #include "agent/layout.h"
 #include "agent/packet.h"
+#include "agent/tag_view.h"
 #include "agent/worker.h"
 #include "core/topology.h"
 
@@ -39,24 +40,6 @@ struct Accumulator {
   uint32_t slot = 0;
   size_t view = 0;     // the tag value (Ps::views_) of the first packet counted
   bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
-};
-
-// The members behind each input bit of one aggregator (empty + `error` when the input is unknown).
-struct AggregatorInputs {
-  std::vector<std::vector<int>> members;
-  std::vector<std::string> error;
-};
-
-// How to read the packets of one tag value: its lanes, and whose data each source and bitmap
-// carries. A re-plan that aggregates the job elsewhere gives its tags new values
-// (core::AggregationTag's generation); each value keeps the reading of the configuration it came
-// with.
-struct TagView {
-  const JobConfig::Tag* tag = nullptr;
-  TagSpan span;
-  absl::flat_hash_map<uint32_t, int> member_at;         // address -> member index (canonical)
-  absl::flat_hash_map<uint32_t, size_t> aggregator_at;  // address -> aggregator index
-  std::vector<AggregatorInputs> inputs;                 // per aggregator, canonical member indices
 };
 
 // The PS's shard of the gradient: the gradient chunks [first, first + chunks) of every
@@ -387,44 +370,8 @@ class Ps {
   }
 
   absl::StatusOr<TagView> MakeView(const JobConfig::Tag& t, const TagSpan& span) {
-    TagView v;
-    v.tag = &t;
-    v.span = span;
-    std::vector<int> canonical(t.members.size(), -1);
-    for (size_t m = 0; m < t.members.size(); ++m) {
-      auto c = canonical_.find(t.members[m].worker);
-      if (c == canonical_.end()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("tag ", t.tag, ": member ", t.members[m].worker, " is new"));
-      }
-      canonical[m] = c->second;
-      v.member_at[t.members[m].address] = canonical[m];
-    }
-    uint32_t window = std::max(options_.window, kDefaultWindow);
-    for (const JobConfig::Member& m : t.members) {
-      if (t.FindAggregator(m.aggregation_node) == nullptr) window = std::max(window, kDirectWindow);
-    }
-    for (size_t a = 0; a < t.aggregators.size(); ++a) {
-      const JobConfig::Aggregator& agg = t.aggregators[a];
-      window = std::max(window, agg.window);
-      if (v.member_at.count(agg.address)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("tag ", t.tag, ": aggregator ", agg.switch_id, " has a member's address"));
-      }
-      v.aggregator_at[agg.address] = a;
-      AggregatorInputs in;
-      for (const std::string& node : agg.inputs) {
-        std::vector<int> members;
-        std::string error;
-        std::set<std::string> path{agg.switch_id};
-        Expand(t, node, &path, &members, &error);
-        for (int& m : members) m = canonical[static_cast<size_t>(m)];
-        in.members.push_back(std::move(members));
-        in.error.push_back(std::move(error));
-      }
-      v.inputs.push_back(std::move(in));
-    }
-    keep_window_ = std::max(keep_window_, window);
+    auto v = MakeTagView(t, span, canonical_, options_.window);
+    if (v.ok()) keep_window_ = std::max(keep_window_, v->window);
     return v;
   }
 
@@ -452,33 +399,6 @@ class Ps {
     report_.plans.push_back(config_->plan_version);
     if (group_ != nullptr && thread_ == 0 && socket_ != nullptr) SteerToOwners();
     return absl::OkStatus();
-  }
-
-  // The members behind `node` (a member, an aggregator of the tag, or a member's address).
-  static void Expand(const JobConfig::Tag& t, const std::string& node, std::set<std::string>* path,
-                     std::vector<int>* out, std::string* error) {
-    if (int m = t.MemberIndex(node); m >= 0) {
-      out->push_back(m);
-      return;
-    }
-    if (const JobConfig::Aggregator* a = t.FindAggregator(node); a != nullptr) {
-      if (!path->insert(node).second) {
-        *error = absl::StrCat("input ", node, " is its own descendant");
-        return;
-      }
-      for (const std::string& in : a->inputs) Expand(t, in, path, out, error);
-      path->erase(node);
-      return;
-    }
-    if (auto address = core::ParseIpv4(node); address.has_value()) {
-      for (size_t m = 0; m < t.members.size(); ++m) {
-        if (t.members[m].address == *address) {
-          out->push_back(static_cast<int>(m));
-          return;
-        }
-      }
-    }
-    *error = absl::StrCat("input ", node, " is neither a member nor an aggregator of the tag");
   }
 
   bool AllDone() const { return next_emit_ >= options_.iterations; }
@@ -561,43 +481,25 @@ class Ps {
     };
     // Whose data the packet carries.
     std::vector<int>& members = members_scratch_;
-    members.clear();
     int raw_member = -1;
-    if (auto m = view.member_at.find(d.source); m != view.member_at.end()) {
-      ++c.raw;
-      raw_member = m->second;
-      members.push_back(m->second);
-    } else if (auto a = view.aggregator_at.find(d.source); a != view.aggregator_at.end()) {
-      const AggregatorInputs& in = view.inputs[a->second];
-      const JobConfig::Aggregator& agg = view.tag->aggregators[a->second];
-      if (packet->flags & kFlagAggregate) {
-        ++c.aggregate;
-      } else {
-        ++c.fallback;
-      }
-      if (packet->bitmap == 0) {
-        return Violation(absl::StrCat(what(), " (", agg.switch_id, "): empty bitmap"));
-      }
-      for (int bit = 0; bit < 64; ++bit) {
-        if (((packet->bitmap >> bit) & 1) == 0) continue;
-        if (static_cast<size_t>(bit) >= in.members.size()) {
-          return Violation(absl::StrCat(what(), " (", agg.switch_id, "): bit ", bit, " beyond its ",
-                                        in.members.size(), " inputs"));
+    std::string violation;
+    switch (ReadContributors(view, d.source, *packet, &members, &violation)) {
+      case Contributors::kMember:
+        ++c.raw;
+        raw_member = members[0];
+        break;
+      case Contributors::kAggregator:
+      case Contributors::kViolation:
+        if (packet->flags & kFlagAggregate) {
+          ++c.aggregate;
+        } else {
+          ++c.fallback;
         }
-        if (!in.error[bit].empty()) {
-          return Violation(
-              absl::StrCat(what(), " (", agg.switch_id, "): bit ", bit, ": ", in.error[bit]));
-        }
-        members.insert(members.end(), in.members[bit].begin(), in.members[bit].end());
-      }
-      std::sort(members.begin(), members.end());
-      if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
-        return Violation(
-            absl::StrCat(what(), " (", agg.switch_id, "): its inputs name a worker twice"));
-      }
-    } else {
-      ++c.unknown_source;
-      return false;
+        if (!violation.empty()) return Violation(absl::StrCat(what(), violation));
+        break;
+      case Contributors::kUnknownSource:
+        ++c.unknown_source;
+        return false;
     }
     if (static_cast<size_t>(packet->count) != members.size()) ++c.count_mismatch;
 
@@ -892,7 +794,7 @@ class Ps {
   const PsOptions& options_;
   Shard shard_;
   std::vector<JobConfig::Member> members_;  // canonical order: first seen in the first config
-  std::map<std::string, int> canonical_;    // worker id -> index into members_
+  absl::flat_hash_map<std::string, int> canonical_;  // worker id -> index into members_
   std::vector<TagView> views_;
   absl::flat_hash_map<uint32_t, size_t> tag_index_;  // value -> view
   std::vector<IterationProgress> progress_;
