@@ -178,6 +178,7 @@ class Worker {
     if (options_.input == nullptr) gradient_.assign(static_cast<size_t>(lanes_), 0);
     source_ = options_.input != nullptr ? options_.input->data() : gradient_.data();
     result_.assign(static_cast<size_t>(lanes_), 0);
+    result_data_ = result_.data();
     absl::Status status;
     for (int64_t it = 0; it < options_.iterations && status.ok(); ++it) {
       status = RunIteration(it);
@@ -190,6 +191,93 @@ class Worker {
   }
 
   const WorkerReport& report() const { return report_; }
+
+  // Session mode (agent/session.h): the socket is opened once, by the caller's thread (inside
+  // the data plane's network namespace), and each AllReduce sums a buffer of any size in place.
+  absl::Status OpenSession() {
+    if (options_.worker.empty()) return absl::InvalidArgumentError("worker: required");
+    if (options_.timeout_ms < 1 || options_.max_timeout_ms < options_.timeout_ms ||
+        options_.give_up_ms < 1) {
+      return absl::InvalidArgumentError("timeouts: must be >= 1 ms, the first at most the maximum");
+    }
+    bool member = false;
+    std::set<std::string> everyone;
+    for (const JobConfig::Tag& t : config_->tags) {
+      member |= t.MemberIndex(options_.worker) >= 0;
+      for (const auto& m : t.members) everyone.insert(m.worker);
+    }
+    if (!member) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker ", options_.worker, " is not a member of any tag of job ", config_->job_id));
+    }
+    session_ = true;
+    report_.worker = options_.worker;
+    report_.job_id = config_->job_id;
+    report_.plans.push_back(config_->plan_version);
+    report_.workers = static_cast<int>(everyone.size());
+    auto socket = UdpSocket::Open(options_.socket);
+    if (!socket.ok()) return socket.status();
+    socket_ = std::move(*socket);
+    return absl::OkStatus();
+  }
+
+  // Sums buf[0, lanes) over the job's members in place: all-reduce number `allreduces_` of the
+  // session, on chunk numbers next_chunk() + g. The numbering advances by the call's chunks
+  // whatever the outcome, so that the members stay in step.
+  absl::Status AllReduce(int32_t* buf, int64_t lanes, IterationStats* stats) {
+    if (lanes < 1) return absl::InvalidArgumentError("all-reduce: needs at least one value");
+    if (lanes != lanes_ || runs_.empty()) {
+      auto layout = ComputeLayout(*config_, lanes);
+      if (!layout.ok()) return layout.status();
+      lanes_ = lanes;
+      layout_ = std::move(*layout);
+      SaveCongestion();
+      BuildRuns();
+      report_.tags = static_cast<int>(runs_.size());
+    }
+    if (static_cast<double>(wire_base_) + static_cast<double>(layout_.chunks) > 4294967296.0) {
+      return absl::ResourceExhaustedError(
+          "the session's chunk numbers (32 bits on the wire) are used up: open a new session");
+    }
+    int64_t covered = 0;
+    for (const TagRun& r : runs_) covered += r.span.lanes;
+    absl::Status status;
+    if (covered < lanes_) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("worker ", options_.worker, " is a member of tags that carry ", covered,
+                       " of the ", lanes_, " values: it cannot all-reduce all of them"));
+    } else {
+      source_ = buf;
+      result_data_ = buf;
+      report_.size_bytes = lanes_ * 4;
+      const size_t before = report_.iterations.size();
+      status = RunIteration(allreduces_);
+      if (status.ok() && stats != nullptr && report_.iterations.size() > before) {
+        *stats = report_.iterations.back();
+      }
+    }
+    wire_base_ += layout_.chunks;
+    ++allreduces_;
+    report_.packets_sent = static_cast<int64_t>(socket_->sent());
+    report_.send_errors = static_cast<int64_t>(socket_->send_errors());
+    report_.dropped_by_hook = static_cast<int64_t>(socket_->dropped());
+    return status;
+  }
+
+  void Skip(int64_t lanes) {
+    wire_base_ += (std::max<int64_t>(lanes, 0) + kLanes - 1) / kLanes;  // ComputeLayout's chunks
+    ++allreduces_;
+  }
+  int64_t next_chunk() const { return wire_base_; }
+  const UdpSocket& socket() const { return *socket_; }
+  int64_t plan_version() const { return config_->plan_version; }
+  // True when at least one of the worker's tags aggregates in a switch with a grant.
+  bool InNetwork() const {
+    for (const TagRun& r : runs_) {
+      if (r.slot_mode == TagRun::SlotMode::kWindow) return true;
+    }
+    return false;
+  }
 
  private:
   // runs_ and owner_ for config_ laid out as layout_; remembers every tag value's lanes.
@@ -318,6 +406,12 @@ class Worker {
     return static_cast<int64_t>(static_cast<double>(srtt_us_) / (2.0 * std::max(1.0, r.cwnd)));
   }
 
+  // Chunk k of the tag laid out as `s`, on the wire: iteration * chunks + k (a fixed run), or
+  // the session's next chunk number + its gradient chunk (a session: unique over its tags).
+  uint32_t Wire(const TagSpan& s, int64_t it, int64_t k) const {
+    return static_cast<uint32_t>(session_ ? wire_base_ + s.first_chunk + k : it * s.chunks + k);
+  }
+
   ChunkState& State(const TagRun& r, int64_t k) {
     return chunks_[static_cast<size_t>(r.span.first_chunk + k)];
   }
@@ -373,12 +467,14 @@ class Worker {
 
   absl::Status RunIteration(int64_t it) {
     // A given gradient is read where it is (no copy per iteration); the synthetic one is made.
-    if (options_.input == nullptr) FillSynthetic(options_.seed, options_.worker, it, 0, gradient_);
+    if (!session_ && options_.input == nullptr) {
+      FillSynthetic(options_.seed, options_.worker, it, 0, gradient_);
+    }
     // Lanes of tags this worker is no member of stay 0; when it is a member of every lane, each
     // lane is written by its result and nothing needs clearing.
     int64_t covered = 0;
     for (const TagRun& r : runs_) covered += r.span.lanes;
-    if (covered < lanes_) std::fill(result_.begin(), result_.end(), 0);
+    if (covered < lanes_) std::fill(result_data_, result_data_ + lanes_, 0);
     ChunkState fresh;
     fresh.timeout_us = options_.timeout_ms * 1000;
     chunks_.assign(static_cast<size_t>(layout_.chunks), fresh);
@@ -472,15 +568,15 @@ class Worker {
           int64_t missing = 0;
           for (int64_t k = 0; k < r.span.chunks; ++k) missing += State(r, k).done ? 0 : 1;
           if (missing > 0) {
-            where =
-                absl::StrCat("tag ", r.span.tag, " waits for chunk ", it * r.span.chunks + r.base,
-                             " (", missing, " of ", r.span.chunks, " missing) from PS ", r.tag->ps,
-                             " at ", core::FormatIpv4(r.tag->ps_address));
+            where = absl::StrCat("tag ", r.span.tag, " waits for chunk ", Wire(r.span, it, r.base),
+                                 " (", missing, " of ", r.span.chunks, " missing) from PS ",
+                                 r.tag->ps, " at ", core::FormatIpv4(r.tag->ps_address));
             break;
           }
         }
-        return absl::DeadlineExceededError(absl::StrCat("iteration ", it, ": no result for ",
-                                                        options_.give_up_ms, " ms; ", where));
+        return absl::DeadlineExceededError(absl::StrCat(session_ ? "all-reduce " : "iteration ", it,
+                                                        ": no result for ", options_.give_up_ms,
+                                                        " ms; ", where));
       }
     }
     IterationStats s;
@@ -502,14 +598,15 @@ class Worker {
     ChunkState& st = State(r, k);
     InaPacket p;  // the header; the lanes go from the gradient straight into the socket's batch
     p.tag = r.span.tag;
-    p.chunk = static_cast<uint32_t>(it * r.span.chunks + k);
+    p.chunk = Wire(r.span, it, k);
     p.slot = r.Slot(p.chunk);
     p.flags = retransmit ? kFlagRetransmit : 0;
     p.count = 1;
     p.bitmap = 0;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
     // One GSO send never spans two steering blocks (a threaded PS steers each send whole).
-    const auto block = static_cast<uint32_t>((r.span.first_chunk + k) / kSteeringBlock);
+    const auto block = static_cast<uint32_t>(
+        (session_ ? static_cast<int64_t>(p.chunk) : r.span.first_chunk + k) / kSteeringBlock);
     std::span<uint8_t> out =
         socket_->QueueInPlace(r.tag->ps_address, options_.socket.port, kPacketBytes, block);
     EncodePacketHeader(p, out.data());
@@ -545,13 +642,22 @@ class Worker {
       ++report_.ignored;
       return false;
     }
-    const TagSpan& span = found->second;
-    const int64_t wire_k = static_cast<int64_t>(packet->chunk) - it * span.chunks;
-    if (wire_k < 0 || wire_k >= span.chunks) {
-      ++report_.duplicate_results;  // another iteration's
-      return false;
+    int64_t g;
+    if (session_) {
+      g = static_cast<int64_t>(packet->chunk) - wire_base_;  // unique over the session's tags
+      if (g < 0 || g >= layout_.chunks) {
+        ++report_.duplicate_results;  // another all-reduce's
+        return false;
+      }
+    } else {
+      const TagSpan& span = found->second;
+      const int64_t wire_k = static_cast<int64_t>(packet->chunk) - it * span.chunks;
+      if (wire_k < 0 || wire_k >= span.chunks) {
+        ++report_.duplicate_results;  // another iteration's
+        return false;
+      }
+      g = span.first_chunk + wire_k;
     }
-    const int64_t g = span.first_chunk + wire_k;
     const uint32_t run = owner_[static_cast<size_t>(g)];
     if (run == kNotMine) {
       ++report_.ignored;
@@ -600,7 +706,7 @@ class Worker {
     --remaining_;
     ++report_.results;
     const int64_t b = r.span.ChunkBegin(k), e = r.span.ChunkEnd(k);
-    LoadWireLanes(payload.data() + kHeaderBytes, static_cast<int>(e - b), result_.data() + b);
+    LoadWireLanes(payload.data() + kHeaderBytes, static_cast<int>(e - b), result_data_ + b);
     AdvanceBase(r);
     if (LossEvidenceMode()) FastRetransmit(run, it, k, st.sent_seq);
     return true;
@@ -664,7 +770,11 @@ class Worker {
   std::unique_ptr<UdpSocket> socket_;
   std::vector<int32_t> gradient_;    // the synthetic gradient (without options.input)
   const int32_t* source_ = nullptr;  // the gradient the chunks are sent from
-  std::vector<int32_t> result_;
+  std::vector<int32_t> result_;      // a fixed run's sums
+  int32_t* result_data_ = nullptr;   // where the sums go: result_, or a session's buffer
+  bool session_ = false;             // OpenSession: all-reduces of any size, numbered on
+  int64_t wire_base_ = 0;            // ... from this chunk number
+  int64_t allreduces_ = 0;           // ... this many done (or failed) so far
   TimerQueue timers_;
   WorkerReport report_;
   int64_t srtt_us_ = -1;
@@ -679,7 +789,34 @@ class Worker {
   std::unordered_map<uint32_t, std::pair<double, double>> cwnd_of_;  // tag -> (cwnd, ssthresh)
 };
 
+class Session : public WorkerSession {
+ public:
+  Session(const JobConfig& config, const WorkerOptions& options)
+      : options_(options), worker_(config, options_) {}
+  absl::Status Open() { return worker_.OpenSession(); }
+  absl::Status AllReduce(int32_t* buf, int64_t lanes, IterationStats* stats) override {
+    return worker_.AllReduce(buf, lanes, stats);
+  }
+  void Skip(int64_t lanes) override { worker_.Skip(lanes); }
+  const WorkerReport& report() const override { return worker_.report(); }
+  int64_t next_chunk() const override { return worker_.next_chunk(); }
+  int64_t plan_version() const override { return worker_.plan_version(); }
+  bool InNetwork() const override { return worker_.InNetwork(); }
+  const UdpSocket& socket() const override { return worker_.socket(); }
+
+ private:
+  const WorkerOptions options_;  // before worker_, which keeps a reference
+  Worker worker_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerSession>> OpenWorkerSession(const JobConfig& config,
+                                                                 const WorkerOptions& options) {
+  auto session = std::make_unique<Session>(config, options);
+  if (absl::Status s = session->Open(); !s.ok()) return s;
+  return session;
+}
 
 absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOptions& options) {
   Worker worker(config, options);

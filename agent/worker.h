@@ -46,6 +46,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,40 @@ struct WorkerReport {
 };
 
 absl::StatusOr<WorkerReport> RunWorker(const JobConfig& config, const WorkerOptions& options);
+
+// A persistent worker: the data path of a client session (agent/inac_client.h). One socket for
+// its whole life, opened by OpenWorkerSession on the calling thread (call it inside the data
+// plane's network namespace); then any number of all-reduces of any sizes, each on the calling
+// thread, by the contract above with these differences:
+//  - AllReduce(buf, lanes) sends buf's chunks and writes each result into buf where the chunk
+//    was (in place: a chunk is never sent again once its result is in). Chunk g of all-reduce r
+//    (a gradient chunk of ComputeLayout(config, lanes)) is number B_r + g on the wire, B_0 = 0,
+//    B_{r+1} = B_r + ceil(lanes_r / 62), whatever the outcome of r: unique over the session's
+//    tags, continuous over its all-reduces (docs/agents.md, "Sessions").
+//  - give_up_ms bounds each all-reduce (DeadlineExceeded with the first chunk still missing);
+//    the RTT estimate and congestion windows carry over from one all-reduce to the next.
+//  - FailedPrecondition when the worker's tags do not carry every value of the buffer;
+//    ResourceExhausted once the chunk numbers would pass 2^32.
+//  - `iterations`, `input`, `check`, `result`, `netns_fd`, `on_iteration` are not used.
+// Not thread-safe: the caller serialises the calls.
+class WorkerSession {
+ public:
+  virtual ~WorkerSession() = default;
+  // On success *stats (may be null) describes the all-reduce (its time and retransmissions).
+  virtual absl::Status AllReduce(int32_t* buf, int64_t lanes, IterationStats* stats) = 0;
+  // Advances the numbering as an all-reduce of `lanes` values would, sending nothing (the
+  // caller's other members run that all-reduce; this one could not).
+  virtual void Skip(int64_t lanes) = 0;
+  virtual const WorkerReport& report() const = 0;  // totals over the session
+  virtual int64_t next_chunk() const = 0;          // B of the next all-reduce
+  virtual int64_t plan_version() const = 0;        // the plan the session runs under
+  // True when one of the worker's tags (as of the last all-reduce) aggregates in a switch.
+  virtual bool InNetwork() const = 0;
+  virtual const UdpSocket& socket() const = 0;
+};
+
+absl::StatusOr<std::unique_ptr<WorkerSession>> OpenWorkerSession(const JobConfig& config,
+                                                                 const WorkerOptions& options);
 
 nlohmann::json WorkerReportJson(const WorkerReport& report);
 

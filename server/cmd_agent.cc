@@ -21,6 +21,7 @@
 #include "agent/job_config.h"
 #include "agent/packet.h"
 #include "agent/ps.h"
+#include "agent/ps_serve.h"
 #include "agent/report.h"
 #include "agent/rina_agent.h"
 #include "agent/ring.h"
@@ -472,6 +473,7 @@ struct PsArgs : CommonArgs {
   bool no_progress = false;
   bool unicast_results = false;
   int threads = DefaultThreads();
+  bool serve = false;
 };
 
 // POST /jobs/{id}/progress; a job that is no longer running (another PS completed it, or it was
@@ -490,9 +492,69 @@ void ReportProgress(const PsArgs& a, int64_t iterations_done) {
   Fail(kExitFailure, absl::StrCat("POST /jobs/", a.job, "/progress: ", reply.status().message()));
 }
 
+// `inac ps --serve`: the PS of client sessions (agent/ps_serve.h) until SIGTERM.
+void ServePsVerb(const PsArgs& a, const agent::JobConfig& config, agent::PsOptions o) {
+  o.ps = a.ps;
+  o.unicast_results = a.unicast_results;
+  o.window = a.window;
+  o.stop = &g_stop;
+  if (!a.json) {
+    o.on_ready = [&] {
+      std::cout << "# inac ps: job " << config.job_id << " (plan " << config.plan_version
+                << "), ps " << a.ps << ", serving sessions until SIGTERM, results "
+                << (a.unicast_results ? "unicast" : "to the switches") << std::endl;
+    };
+  }
+  const int64_t job = a.job;
+  const std::string ps = a.ps;
+  o.log = [job, ps](const std::string& line) {
+    std::cerr << "level=warn event=ina_contract_violation job=" << job << " ps=" << ps
+              << " detail=\"" << line << "\"" << std::endl;
+  };
+  const int netns = OpenNamespace(a);
+  o.netns_fd = netns;
+  InstallStopHandlers();
+  agent::ConfigFeed feed;
+  o.updates = &feed;
+  absl::StatusOr<agent::ServeReport> report;
+  {
+    ConfigWatcher watcher(a, config.plan_version, &feed);
+    report = agent::ServePs(config, o);
+  }
+  if (netns >= 0) ::close(netns);
+  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  const agent::PsCounters& c = report->ps.counters;
+  if (a.json) {
+    Json j = agent::PsReportJson(report->ps);
+    j["serve"] = {{"chunks_completed", report->chunks_completed},
+                  {"dropped_idle", report->dropped_idle},
+                  {"sessions", report->sessions}};
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "# chunks completed: " << report->chunks_completed << "  sessions "
+              << report->sessions << "  dropped idle " << report->dropped_idle
+              << "\n# packets: received " << c.received << "  raw " << c.raw << "  aggregate "
+              << c.aggregate << "  fallback " << c.fallback << "  retransmit " << c.retransmit
+              << "  duplicate " << c.duplicate << "  violation " << c.violation << "  unknown "
+              << c.unknown_source + c.unknown_tag + c.malformed << "  results sent "
+              << c.results_sent << " (+" << c.results_resent << " resent)"
+              << "\n# contributions: " << c.contributions << "  in the network: " << c.in_network
+              << std::endl;
+  }
+}
+
 void RunPsVerb(const PsArgs& a) {
   agent::PsOptions o;
   agent::JobConfig config = LoadConfig(a, &o.socket);
+  if (a.serve) {
+    if (a.size_option->count() > 0 || a.iterations != 1 || a.duration_s > 0) {
+      Fail(kExitBadInput,
+           "--serve: serves all-reduces of any size until SIGTERM; drop --size, "
+           "--iterations and --duration");
+    }
+    ServePsVerb(a, config, std::move(o));
+    return;
+  }
   o.ps = a.ps;
   o.lanes = GradientBytes(a, config) / 4;
   o.iterations = a.iterations;
@@ -611,6 +673,9 @@ void AddAgentCommands(CLI::App& app) {
         ->check(CLI::Range(int64_t{0}, int64_t{600000}))
         ->capture_default_str();
     cmd->add_flag("--no-progress", a->no_progress, "Do not POST /jobs/{id}/progress at the end");
+    cmd->add_flag("--serve", a->serve,
+                  "Serve client sessions (libinac_client, python/inac_torch) until SIGTERM: any "
+                  "number of all-reduces of any sizes, in order (one thread)");
     cmd->add_flag("--unicast-results", a->unicast_results,
                   "Send each result to every member (no switch replicates it)");
     cmd->add_option("--threads", a->threads,
