@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libcli11-dev libabsl-dev
   libgloo-dev
+  python3-torch python3-sklearn
   prometheus-cpp-dev
   libssl-dev
   clang-format
