@@ -17,6 +17,12 @@
 //    packets in (counters.received) and out (results sent x members, plus results sent again)
 //    per second of its CPU time, and cpu_s_per_gb: the agents' own CPU time (the PS's and the
 //    workers' cpu_us) over the whole run, warm-up included / (S x (I + 1) / 1e9).
+//  - agent_allreduce, system inac_session: what a PyTorch job runs (python/inac_torch): one serving
+//    PS (agent::ServePs, `inac ps --serve`) and N client sessions of libinac_client.so (its C
+//    ABI, agent/inac_client.h), each a thread, all-reducing S bytes of float32 in place with
+//    inac_allreduce_f32 (the exponent negotiation, the fixed-point conversion, the int32 sums and
+//    back), the buffer refilled between iterations; the values are Gloo's small integers, so the
+//    sum is exact and checked. An iteration's time is the slowest session's call.
 //  - agent_allreduce_ratio: inac_over_gloo = INAC's algbw / Gloo's, and parity_ratio = (N-1)/N,
 //    the ratio at which both move bytes equally fast: a ring moves 2 (N-1) S bytes in all, a PS
 //    2 N S (every worker sends S to the PS and gets S back), so at 2 workers the PS moves twice
@@ -34,6 +40,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdint>
@@ -53,8 +60,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/inac_client.h"
 #include "agent/job_config.h"
 #include "agent/ps.h"
+#include "agent/ps_serve.h"
 #include "agent/udp_socket.h"
 #include "agent/worker.h"
 #include "tests/agent/agent_fixtures.h"
@@ -109,9 +118,10 @@ struct Run {
   }
 };
 
-#ifdef INAC_HAVE_GLOO
 // Rank r's value at element i: a small integer, so every partial sum is exact in a float.
 float GlooValue(int rank, size_t i) { return static_cast<float>((i + 3 * rank) % 16); }
+
+#ifdef INAC_HAVE_GLOO
 
 // Gloo's ring all-reduce; the JSON line, and its algbw through *algbw (0 when it failed).
 Json RunGloo(const Run& run, double* algbw) {
@@ -328,6 +338,142 @@ Json RunInac(const Run& run, int b, double* algbw) {
   return j;
 }
 
+// Client sessions (libinac_client's C ABI) against a serving PS on 127.79.b.x, float32.
+Json RunSessions(const Run& run, int b, double* algbw) {
+  const int n = run.workers;
+  const int64_t total = run.iterations + 1;
+  const size_t elements = static_cast<size_t>(run.size_mib * kMiB / 4);
+  const uint16_t port = PickUdpPort();
+  auto address = [&](int host) {
+    return "127.79." + std::to_string(b) + "." + std::to_string(host);
+  };
+  Json members = Json::array();
+  agent::JobConfig config;
+  config.job_id = 1;
+  agent::JobConfig::Tag tag;
+  tag.tag = 330;
+  tag.ps = "ps";
+  tag.ps_address = Loopback(79, b, 1);
+  tag.share = 1;
+  for (int w = 0; w < n; ++w) {
+    tag.members.push_back({"w" + std::to_string(w + 1), Loopback(79, b, 2 + w), "ps"});
+    members.push_back({{"worker", tag.members[w].worker},
+                       {"address", address(2 + w)},
+                       {"aggregation_node", "ps"}});
+  }
+  config.tags = {tag};
+  const std::string file = "/tmp/agent_bench_session_" + std::to_string(::getpid()) + ".json";
+  {
+    Json c = {{"job_id", 1},
+              {"tags",
+               {{{"tag", 330},
+                 {"ps", "ps"},
+                 {"ps_address", address(1)},
+                 {"share", 1},
+                 {"range", {0, 1}},
+                 {"members", members}}}}};
+    FILE* f = std::fopen(file.c_str(), "w");
+    if (f != nullptr) {
+      std::fputs(c.dump().c_str(), f);
+      std::fclose(f);
+    }
+  }
+  std::atomic<bool> stop{false};
+  agent::PsOptions ps_options;
+  ps_options.ps = "ps";
+  ps_options.unicast_results = true;
+  ps_options.stop = &stop;
+  ps_options.socket = agent::SocketOptions{tag.ps_address, port};
+  absl::StatusOr<agent::ServeReport> ps = absl::UnknownError("not run");
+  std::thread ps_thread([&] {
+    pthread_setname_np(pthread_self(), "inac-ps-serve");
+    ps = agent::ServePs(config, ps_options);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // bound
+  std::vector<std::vector<double>> ms(n, std::vector<double>(total, 0));
+  std::vector<std::string> errors(n);
+  std::vector<char> exact(n, 1);
+  std::vector<int64_t> saturated(n, 0), retransmissions(n, 0), cpu_us(n, 0);
+  std::barrier sync(n);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < n; ++w) {
+    threads.emplace_back([&, w] {
+      pthread_setname_np(pthread_self(), ("inac-s" + std::to_string(w + 1)).c_str());
+      inac_options o;
+      inac_options_init(&o);
+      o.config_file = file.c_str();
+      const std::string bind = address(2 + w);
+      o.bind = bind.c_str();
+      o.port = port;
+      inac_session* session = nullptr;
+      if (inac_open(1, tag.members[w].worker.c_str(), &o, &session) != INAC_OK) {
+        errors[w] = std::string("open: ") + inac_last_error();
+      }
+      std::vector<float> data(elements);
+      for (int64_t it = 0; it < total; ++it) {
+        for (size_t i = 0; i < elements; ++i) data[i] = GlooValue(w, i);
+        sync.arrive_and_wait();
+        if (errors[w].empty()) {
+          const auto start = std::chrono::steady_clock::now();
+          inac_result r;
+          if (inac_allreduce_f32(session, data.data(), static_cast<int64_t>(elements), &r) !=
+              INAC_OK) {
+            errors[w] = std::string("allreduce: ") + inac_last_error();
+          }
+          ms[w][it] =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count();
+          saturated[w] += r.saturated;
+          retransmissions[w] += r.retransmissions;
+        }
+        for (size_t i = 0; errors[w].empty() && exact[w] && i < elements; ++i) {
+          float want = 0;
+          for (int q = 0; q < n; ++q) want += GlooValue(q, i);
+          if (data[i] != want) exact[w] = 0;
+        }
+      }
+      inac_stats stats;
+      if (session != nullptr && inac_get_stats(session, &stats) == INAC_OK)
+        cpu_us[w] = stats.cpu_us;
+      inac_close(session);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  stop = true;
+  ps_thread.join();
+  std::remove(file.c_str());
+  std::vector<double> times;
+  for (int64_t it = 1; it < total; ++it) {
+    double slowest = 0;
+    for (int w = 0; w < n; ++w) slowest = std::max(slowest, ms[w][it]);
+    times.push_back(slowest);
+  }
+  Json j = run.Base("inac_session");
+  j["ps_threads"] = 1;
+  std::string error;
+  for (const std::string& e : errors) error = error.empty() ? e : error;
+  if (error.empty() && !ps.ok()) error = "ps: " + ps.status().ToString();
+  const double median = Median(times);
+  const int64_t bytes = run.size_mib * kMiB;
+  *algbw = error.empty() ? GBps(bytes, median) : 0;
+  j["median_ms"] = median;
+  j["iteration_ms"] = times;
+  j["algbw_gbps"] = *algbw;
+  int64_t cpu = 0, retrans = 0, sat = 0;
+  for (int w = 0; w < n; ++w) {
+    cpu += cpu_us[w];
+    retrans += retransmissions[w];
+    sat += saturated[w];
+  }
+  if (ps.ok()) cpu += ps->ps.cpu_us;
+  j["cpu_s_per_gb"] = cpu / 1e6 / (static_cast<double>(bytes) * total / 1e9);
+  j["retransmissions"] = retrans;
+  j["saturated"] = sat;
+  j["exact"] = error.empty() && std::all_of(exact.begin(), exact.end(), [](char e) { return e; });
+  if (!error.empty()) j["error"] = error;
+  return j;
+}
+
 // "2,4" -> {2, 4}; empty on anything that is not a list of positive integers.
 std::vector<int64_t> ParseList(const char* text) {
   std::vector<int64_t> out;
@@ -389,6 +535,20 @@ int main(int argc, char** argv) {
       all_exact = all_exact && g["exact"].get<bool>();
       Print(g);
 #endif
+      {
+        double session = 0;
+        Json sj = RunSessions(run, ++b % 250 + 1, &session);
+        all_exact = all_exact && sj["exact"].get<bool>();
+        Print(sj);
+        if (gloo > 0 && session > 0) {
+          Print({{"bench", "agent_allreduce_ratio"},
+                 {"workers", n},
+                 {"size_mib", mib},
+                 {"system", "inac_session"},
+                 {"inac_over_gloo", session / gloo},
+                 {"parity_ratio", (n - 1.0) / n}});
+        }
+      }
       for (int64_t threads : ps_threads) {
         run.ps_threads = static_cast<int>(threads);
         double inac = 0;
