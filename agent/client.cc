@@ -227,6 +227,27 @@ absl::Status AllReduceLanes(inac_session* s, int32_t* buf, int64_t n, inac_resul
 }  // namespace
 }  // namespace inac::agent
 
+namespace inac::agent {
+namespace {
+
+// At most 256 bytes, cut at a UTF-8 character boundary, control characters as spaces (the
+// controller refuses them: they would forge log lines).
+std::string CleanReason(const char* reason) {
+  std::string out(reason);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  if (out.size() > 256) {
+    size_t cut = 256;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out.resize(cut);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace inac::agent
+
 using inac::agent::Fail;
 using inac::agent::Ok;
 
@@ -430,6 +451,7 @@ INAC_API inac_status inac_get_stats(inac_session* s, inac_stats* stats) {
 
 INAC_API inac_status inac_report_data_path(inac_session* s, const char* path, const char* reason,
                                            int64_t allreduces, int64_t fallbacks) {
+  namespace agent = inac::agent;
   if (s == nullptr || path == nullptr) {
     return Fail(absl::InvalidArgumentError("session or path: NULL"));
   }
@@ -447,7 +469,7 @@ INAC_API inac_status inac_report_data_path(inac_session* s, const char* path, co
   }
   nlohmann::json body = {
       {"worker", s->worker}, {"path", p}, {"allreduces", allreduces}, {"fallbacks", fallbacks}};
-  if (reason != nullptr && *reason != '\0') body["reason"] = std::string(reason).substr(0, 256);
+  if (reason != nullptr && *reason != '\0') body["reason"] = agent::CleanReason(reason);
   auto reply =
       s->controller->Call("POST", absl::StrCat("/jobs/", s->job, "/data-path"), &body, 5000);
   if (!reply.ok()) return Fail(reply.status());

@@ -19,8 +19,11 @@
  *    the members first agree on the largest binary exponent of their buffers (a one-chunk int32
  *    all-reduce of one-hot exponent lanes: an exact MAX made of sums), then every value is
  *    round(x * 2^s) with the largest s in [0, 62] for which n members' sum cannot overflow int32,
- *    the int32 lanes are summed and divided by 2^s. Values that still do not fit are clamped
- *    and counted in `saturated` (and NaN counts there as 0); never silent.
+ *    the int32 lanes are summed and divided by 2^s. Values that still do not fit (only +-inf,
+ *    which votes exponent 31 and so forces s = 0, or values of 2^31 and more) are clamped to
+ *    int32 and counted in `saturated` (NaN counts there and sums as 0); never silent. A sum over
+ *    clamped lanes can wrap modulo 2^32: where any member reports saturated > 0, the affected
+ *    lanes are not the float sum (a gradient with inf in it is one to skip anyway).
  *  - On failure the buffer holds partial results (some lanes summed, others not): a caller that
  *    falls back on another collective keeps its own copy. The chunk numbering still advances by
  *    the call's size, so the members stay in step for the next call.
@@ -112,7 +115,8 @@ inac_status inac_allreduce_f32(struct inac_session* session, float* buf, int64_t
 inac_status inac_get_stats(struct inac_session* session, inac_stats* stats);
 
 /* Reports how this worker's all-reduces are carried to the controller (POST
- * /api/v1/jobs/{job}/data-path): `path` is "ina", "ps" or "fallback", `reason` why (may be NULL),
+ * /api/v1/jobs/{job}/data-path): `path` is "ina", "ps" or "fallback", `reason` why (may be NULL;
+ * sent with control characters as spaces, cut to 256 bytes at a UTF-8 character boundary),
  * with the counts so far. A session opened from a configuration file reports only when a server
  * was given (options or $INAC_SERVER); otherwise INAC_FAILED_PRECONDITION. */
 inac_status inac_report_data_path(struct inac_session* session, const char* path,

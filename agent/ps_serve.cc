@@ -27,6 +27,7 @@ struct Sum {
   uint32_t slot = 0;
   size_t view = 0;     // the tag value of the first packet counted
   bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
+  int64_t opened_us = 0;
   int64_t touched_us = 0;
 };
 
@@ -241,8 +242,22 @@ class ServingPs {
       made.slot = packet->slot;
       made.view = view_index;
       made.mixed = false;
+      made.opened_us = now;
     }
     Sum& acc = pool_[open_at->second];
+    if (!retransmit && raw_member >= 0 && acc.counted[static_cast<size_t>(raw_member)] != 0 &&
+        now - acc.opened_us > serve_.restart_after_ms * 1000) {
+      // A member's first copy of a chunk it was counted in long ago: a partial sum left by an
+      // all-reduce of earlier sessions that failed. Start the chunk again (members still
+      // waiting for an older sum, if any, retransmit into the new one).
+      acc.counted.assign(members_.size(), 0);
+      acc.n = 0;
+      acc.slot = packet->slot;
+      acc.view = view_index;
+      acc.mixed = false;
+      acc.opened_us = now;
+      ++report_.stale_restarted;
+    }
     acc.touched_us = now;
     acc.mixed |= acc.view != view_index;
     size_t seen = 0;

@@ -17,10 +17,12 @@
 //  - A new session of the job (its members reopened: chunk numbers start again) is told by a
 //    first copy (no RETRANSMIT) of a chunk that was completed more than restart_after_ms ago (a
 //    copy the network delayed or duplicated arrives well within that): everything kept is
-//    forgotten and the restart counted in `sessions`. Hence a limit: the members of a job
-//    hold one session each at a time, and reopen no sooner than restart_after_ms after the last
-//    all-reduce of the previous ones (a training process restarts far slower); sooner, a
-//    retransmission could be answered with the old session's result.
+//    forgotten and the restart counted in `sessions`. Likewise a member's first copy of a chunk
+//    whose open sum counted that member more than restart_after_ms ago (an all-reduce of the
+//    earlier sessions that failed) starts the sum again (`stale_restarted`). Hence a limit: the
+//    members of a job hold one session each at a time, and reopen no sooner than restart_after_ms
+//    after the last all-reduce of the previous ones (a training process restarts far slower);
+//    sooner, a retransmission could be answered with the old session's result.
 //  - Re-plans: each configuration published on `updates` adds its tag values when the PS keeps
 //    its members (the same workers over its tags); otherwise the run fails with
 //    FailedPrecondition.
@@ -38,8 +40,9 @@ namespace inac::agent {
 struct ServeReport {
   PsReport ps;  // counters, plans, workers, tags (no iterations)
   int64_t chunks_completed = 0;
-  int64_t dropped_idle = 0;  // sums dropped after idle_ms
-  int64_t sessions = 1;      // sessions seen (restarts + 1)
+  int64_t dropped_idle = 0;     // sums dropped after idle_ms
+  int64_t stale_restarted = 0;  // partial sums of earlier sessions started again
+  int64_t sessions = 1;         // sessions seen (restarts + 1)
 };
 
 struct ServeOptions {

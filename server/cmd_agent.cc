@@ -528,6 +528,7 @@ void ServePsVerb(const PsArgs& a, const agent::JobConfig& config, agent::PsOptio
     Json j = agent::PsReportJson(report->ps);
     j["serve"] = {{"chunks_completed", report->chunks_completed},
                   {"dropped_idle", report->dropped_idle},
+                  {"stale_restarted", report->stale_restarted},
                   {"sessions", report->sessions}};
     std::cout << j.dump() << "\n";
   } else {

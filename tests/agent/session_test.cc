@@ -190,6 +190,31 @@ TEST(SessionTest, AMemberThatNeverSendsTimesOutTheOthersAndTheNumberingStaysInSt
   EXPECT_EQ((*session)->next_chunk(), 11);
 }
 
+TEST(SessionTest, PartialSumsOfAFailedSessionDoNotPoisonTheNext) {
+  const uint16_t port = PickUdpPort();
+  const JobConfig config = TwoPsConfig(2, 6);
+  ServingPsFixture pss(config, port);
+  {
+    // w0 alone: its chunks wait at the PSs for w1, which never comes; it gives up.
+    WorkerOptions o;
+    o.worker = "w0";
+    o.give_up_ms = 300;
+    o.socket = SocketOptions{Loopback(78, 6, 11), port, 0, 1};
+    auto session = OpenWorkerSession(config, o);
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::vector<int32_t> buf(1000, 5);
+    ASSERT_FALSE((*session)->AllReduce(buf.data(), 1000, nullptr).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  RunSessions(config, port, {1000, 1000}, 0, 2);  // the same chunk numbers, exact
+  int64_t restarted = 0;
+  for (const auto& r : pss.Stop()) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    restarted += r->stale_restarted;
+  }
+  EXPECT_GT(restarted, 0);
+}
+
 TEST(SessionTest, BadBuffersAndStrangersAreRefused) {
   const JobConfig config = TwoPsConfig(2, 5);
   WorkerOptions o;
