@@ -594,8 +594,15 @@ void Controller::AdvanceJobs(int64_t plan_version, const std::vector<core::Switc
 void Controller::ApplyJobUpdates(
     const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates,
     const std::vector<core::Event>& events, int64_t now) {
+  // The workers' data-path reports of a job that this update ends are dropped after its commit.
+  auto drop_data_path = [this](const std::pair<core::JobId, core::JobUpdate>& update) {
+    if (update.second.state && core::IsTerminal(*update.second.state)) {
+      data_paths_.Drop(update.first);
+    }
+  };
   absl::Status batch = storage_->jobs().UpdateMany(updates, now, events);
   if (batch.ok()) {
+    for (const auto& update : updates) drop_data_path(update);
     events_.Notify();
     return;
   }
@@ -611,7 +618,10 @@ void Controller::ApplyJobUpdates(
     std::vector<core::Event> one;
     if (i < events.size()) one.push_back(events[i]);
     auto s = storage_->jobs().Update(updates[i].first, updates[i].second, now, one);
-    if (s.ok()) continue;
+    if (s.ok()) {
+      drop_data_path(updates[i]);
+      continue;
+    }
     ++skipped;
     if (!absl::IsFailedPrecondition(s.status()) && !absl::IsNotFound(s.status())) {
       spdlog::warn("event=job_update_failed job={} error=\"{}\"", updates[i].first,
@@ -665,6 +675,9 @@ void Controller::Pass() {
   auto t4 = Steady::now();
   const size_t states = visit.writes.size();
   fleet_.Persist(std::move(visit));
+  // Reports of jobs that are no longer active (ended by a command, or pruned) are dropped; a job
+  // that can be reported on (scheduled or running) was at least pending when the snapshot was read.
+  data_paths_.Retain(snapshot->jobs);
   storage_->events().Trim(options_.keep_events).IgnoreError();
   // The dashboard's history: the plan in force (the one just saved when this pass re-planned).
   if (snapshot->plan && snapshot->plan->plan.version == plan_version) {
@@ -706,11 +719,18 @@ absl::StatusOr<core::CreateJobResult> Controller::SubmitJob(
   if (result.ok() && result->created) stats_.CountSubmission(clock_());
   return result;
 }
-absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) { return jobs_.CancelJob(id); }
+absl::StatusOr<core::Job> Controller::CancelJob(core::JobId id) {
+  auto job = jobs_.CancelJob(id);
+  if (job.ok()) data_paths_.Drop(id);  // after the commit: see ReportDataPath
+  return job;
+}
 absl::StatusOr<core::Job> Controller::ReportProgress(core::JobId id, int64_t iterations_done,
                                                      std::optional<double> loss) {
   auto job = jobs_.ReportProgress(id, iterations_done, loss);
-  if (job.ok()) stats_.ObserveProgress(id, clock_(), job->iterations_done);
+  if (job.ok()) {
+    stats_.ObserveProgress(id, clock_(), job->iterations_done);
+    if (core::IsTerminal(job->state)) data_paths_.Drop(id);  // completed
+  }
   return job;
 }
 absl::Status Controller::ReportGradientStats(core::JobId id, double grad_sqr_local,
@@ -771,6 +791,40 @@ absl::StatusOr<JobConfig> Controller::GetJobConfig(core::JobId id) {
 std::vector<InaCounterSample> Controller::JobCounters(core::JobId id) {
   return jobs_.JobCounters(id);
 }
+absl::StatusOr<JobDataPath> Controller::ReportDataPath(core::JobId id,
+                                                       const DataPathReport& report) {
+  auto job = jobs_.GetJob(id);
+  if (!job.ok()) return job.status();
+  auto not_accepted = [id](core::JobState state) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", std::string(core::JobStateName(state)),
+                     "; data-path reports are accepted only while it is scheduled or running"));
+  };
+  if (job->state != core::JobState::kScheduled && job->state != core::JobState::kRunning) {
+    return not_accepted(job->state);
+  }
+  if (std::find(job->spec.workers.begin(), job->spec.workers.end(), report.worker) ==
+      job->spec.workers.end()) {
+    return core::WithField(
+        absl::InvalidArgumentError(absl::StrCat("worker: ", core::QuoteForMessage(report.worker),
+                                                " is not a worker of job ", id)),
+        "worker");
+  }
+  DataPathReport stored = report;
+  stored.updated_ms = clock_();
+  JobDataPath path = data_paths_.Record(id, std::move(stored));
+  // A job that ended meanwhile keeps no report. Every end (CancelJob, ReportProgress,
+  // ApplyJobUpdates) drops the job's reports after its commit, so either that drop follows this
+  // record, or this read sees the end.
+  auto after = jobs_.GetJob(id);
+  if (!after.ok() || core::IsTerminal(after->state)) {
+    data_paths_.Drop(id);
+    if (!after.ok()) return after.status();
+    return not_accepted(after->state);
+  }
+  return path;
+}
+std::optional<JobDataPath> Controller::DataPath(core::JobId id) { return data_paths_.Get(id); }
 
 absl::StatusOr<int64_t> Controller::PutTopology(const core::Topology& topology,
                                                 std::optional<int64_t> if_match) {

@@ -17,9 +17,10 @@
 // and moves jobs scheduled -> running once every switch holding one of their entries applied the
 // plan's version. After a successful reconciliation of a switch, the INA counters of its
 // aggregations are read (at most once per `counters_period_ms` per switch) and kept in memory
-// for GET /jobs/{id} and /metrics. Restart runs the same loop: the stored plan is kept when its
-// fingerprint matches, switches are reconnected with a higher election id, their pipeline checked
-// and repaired.
+// for GET /jobs/{id} and /metrics; so are the workers' data-path reports (POST
+// /jobs/{id}/data-path, server/data_path.h), never persisted. Restart runs the same loop: the
+// stored plan is kept when its fingerprint matches, switches are reconnected with a higher
+// election id, their pipeline checked and repaired.
 //
 // Incremental planning (ControllerOptions::incremental, the default): on a fingerprint change the
 // loop saves and reconciles an admission plan (scheduler::AdmitJobs, milliseconds: new jobs routed
@@ -58,6 +59,7 @@
 #include "core/topology.h"
 #include "scheduler/planner.h"
 #include "server/batch_refit.h"
+#include "server/data_path.h"
 #include "server/event_hub.h"
 #include "server/job_config.h"
 #include "server/job_manager.h"
@@ -158,6 +160,8 @@ class Controller : public JobService,
   absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter) override;
   absl::StatusOr<JobConfig> GetJobConfig(core::JobId id) override;
   std::vector<InaCounterSample> JobCounters(core::JobId id) override;
+  absl::StatusOr<JobDataPath> ReportDataPath(core::JobId id, const DataPathReport& report) override;
+  std::optional<JobDataPath> DataPath(core::JobId id) override;
 
   // --- TopologyService
   absl::StatusOr<int64_t> PutTopology(const core::Topology& topology,
@@ -256,6 +260,10 @@ class Controller : public JobService,
   TopologyManager topology_;
   RetentionWorker retention_;
   StatsHistory stats_;  // GET /stats/...: observed at each pass end, submissions and plans counted
+  // The workers' data-path reports (in memory, server/data_path.h): dropped when a job ends
+  // (CancelJob, ReportProgress, ApplyJobUpdates) and, at each pass end, for every job that is no
+  // longer active.
+  DataPathBook data_paths_;
 
   absl::Mutex mu_;  // the loop's state, shared with Sync, Stop and the health queries
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

@@ -16,11 +16,12 @@
 // parameter or header when there is one.
 //
 // Auth: bearer tokens with roles. admin: everything; operator: jobs and plan previews, and reads;
-// viewer: reads; worker: GET /jobs/{id}, GET /jobs/{id}/config and POST /jobs/{id}/progress of
-// the jobs of its tenant. /healthz and /readyz need no token. With no token configured every
-// request is allowed, so Bind refuses any address that is not loopback, and requests whose Host
-// is not a loopback name (DNS rebinding) or whose Origin is not a loopback page (a cross-site
-// form) are refused with 403. With tokens, Bind refuses a non-loopback address without TLS
+// viewer: reads; worker: GET /jobs/{id}, GET /jobs/{id}/config, POST /jobs/{id}/progress and
+// POST /jobs/{id}/data-path of the jobs of its tenant. /healthz and /readyz need no token. With
+// no token configured every request is allowed, so Bind refuses any address that is not
+// loopback, and requests whose Host is not a loopback name (DNS rebinding) or whose Origin is not
+// a loopback page (a cross-site form) are refused with 403. With tokens, Bind refuses a
+// non-loopback address without TLS
 // (`server.tls_cert_file`/`tls_key_file`: HTTPS) unless `allow_insecure_http`: the rule of
 // CheckListenRule (server/config.h).
 //

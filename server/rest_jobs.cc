@@ -1,14 +1,81 @@
 // JobsResource and PlanResource.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/json.h"
+#include "core/status.h"
 #include "core/validation.h"
 #include "server/rest_json.h"
 #include "server/rest_resources.h"
 
 namespace inac::server::rest {
+
+namespace {
+
+// The body of POST /jobs/{id}/data-path, decoded strictly: worker, path, allreduces and fallbacks
+// required, reason optional (null: none). InvalidArgument naming the field at fault.
+absl::StatusOr<DataPathReport> DataPathReportFromJson(const Json& body) {
+  auto bad = [](const std::string& field, absl::string_view problem) {
+    return core::WithField(absl::InvalidArgumentError(absl::StrCat(field, ": ", problem)), field);
+  };
+  DataPathReport report;
+  bool worker = false, path = false, allreduces = false, fallbacks = false;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "worker") {
+      if (!it->is_string()) return bad(key, "must be a string (a worker of the job)");
+      report.worker = it->get<std::string>();
+      worker = true;
+    } else if (key == "path") {
+      std::optional<DataPathKind> kind;
+      if (it->is_string()) kind = ParseDataPathKind(it->get<std::string>());
+      if (!kind) return bad(key, "must be \"ina\", \"ps\" or \"fallback\"");
+      report.path = *kind;
+      path = true;
+    } else if (key == "reason") {
+      if (it->is_null()) continue;
+      if (!it->is_string()) return bad(key, "must be a string");
+      std::string reason = it->get<std::string>();
+      // Characters are code points: every byte but UTF-8 continuation bytes starts one.
+      const size_t chars =
+          std::count_if(reason.begin(), reason.end(), [](char ch) { return (ch & 0xC0) != 0x80; });
+      if (chars > kMaxDataPathReasonChars) {
+        return bad(key, absl::StrCat("longer than ", kMaxDataPathReasonChars, " characters (got ",
+                                     chars, ")"));
+      }
+      if (std::string problem = core::TextProblem(reason, reason.size()); !problem.empty()) {
+        return bad(key, problem);
+      }
+      report.reason = std::move(reason);
+    } else if (key == "allreduces" || key == "fallbacks") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
+          it->get<int64_t>() > kMaxDataPathCount) {
+        return bad(key, "must be an integer between 0 and 2^53 - 1");
+      }
+      (key == "allreduces" ? report.allreduces : report.fallbacks) = it->get<int64_t>();
+      (key == "allreduces" ? allreduces : fallbacks) = true;
+    } else {
+      return bad(key, "unknown field");
+    }
+  }
+  if (!worker) return bad("worker", "required");
+  if (!path) return bad("path", "required");
+  if (!allreduces) return bad("allreduces", "required");
+  if (!fallbacks) return bad("fallbacks", "required");
+  return report;
+}
+
+// A job with its data path once its workers reported one (GET /jobs; GET /jobs/{id} adds its INA
+// counters too).
+Json ListedJobJson(JobService* jobs, const core::Job& job) {
+  Json j = core::JobToJson(job);
+  if (auto path = jobs->DataPath(job.id)) j["data_path"] = DataPathJson(*path);
+  return j;
+}
+
+}  // namespace
 
 void JobsResource::Register(RouteTable& routes) {
   JobService* c = jobs_;
@@ -74,7 +141,7 @@ void JobsResource::Register(RouteTable& routes) {
         std::optional<core::JobId> next_after = page->next_after_id;
         for (size_t i = 0; i < page->jobs.size(); ++i) {
           std::string one =
-              core::JobToJson(page->jobs[i]).dump(-1, ' ', false, Json::error_handler_t::replace);
+              ListedJobJson(c, page->jobs[i]).dump(-1, ' ', false, Json::error_handler_t::replace);
           if (i > 0 && text.size() + one.size() + 32 > kMaxJobPageBytes) {
             next_after = page->jobs[i - 1].id;
             break;
@@ -93,7 +160,7 @@ void JobsResource::Register(RouteTable& routes) {
       [c](const httplib::Request& req, httplib::Response& res) {
         auto job = c->GetJob(std::stoll(req.matches[1]));
         if (!job.ok()) return SendStatus(res, job.status());
-        Json body = core::JobToJson(*job);
+        Json body = ListedJobJson(c, *job);
         body["ina_counters"] = InaCountersJson(c->JobCounters(job->id));
         SendJson(res, 200, body);
       },
@@ -170,6 +237,20 @@ void JobsResource::Register(RouteTable& routes) {
           if (!s.ok()) return SendStatus(res, s);
         }
         SendJson(res, 200, core::JobToJson(*job));
+      },
+      /*tenant_workers=*/true);
+  // How a worker's all-reduces are carried (server/data_path.h): held in memory, answered as the
+  // job's `data_path`.
+  routes.AddBody(
+      "POST", "/jobs/{id}/data-path", Access::kOperate,
+      [c](const httplib::Request& req, const std::string& text, httplib::Response& res) {
+        auto body = ParseBody(text, res);
+        if (!body) return;
+        auto report = DataPathReportFromJson(*body);
+        if (!report.ok()) return SendStatus(res, report.status());
+        auto path = c->ReportDataPath(std::stoll(req.matches[1]), *report);
+        if (!path.ok()) return SendStatus(res, path.status());
+        SendJson(res, 200, DataPathJson(*path));
       },
       /*tenant_workers=*/true);
 }

@@ -153,4 +153,23 @@ Json InaCountersJson(const std::vector<InaCounterSample>& samples) {
   return j;
 }
 
+Json DataPathJson(const JobDataPath& d) {
+  Json workers = Json::array();
+  for (const DataPathReport& w : d.workers) {
+    workers.push_back({{"worker", w.worker},
+                       {"path", std::string(DataPathKindName(w.path))},
+                       {"reason", w.reason},
+                       {"allreduces", w.allreduces},
+                       {"fallbacks", w.fallbacks},
+                       {"updated_ms", w.updated_ms}});
+  }
+  Json j = Json::object();
+  j["state"] = d.state;
+  j["summary"] = d.summary;
+  j["allreduces"] = d.allreduces;
+  j["fallbacks"] = d.fallbacks;
+  j["workers"] = std::move(workers);
+  return j;
+}
+
 }  // namespace inac::server::rest

@@ -1,11 +1,13 @@
 // JSON encoders of the REST layer's own answers (the domain types' encoders are core/json.h):
-// switch status, event, job configuration and INA counters, as api/openapi.yaml documents them.
+// switch status, event, job configuration, INA counters and data path, as api/openapi.yaml
+// documents them.
 #pragma once
 
 #include <vector>
 
 #include "core/json.h"
 #include "core/ports.h"
+#include "server/data_path.h"
 #include "server/job_config.h"
 #include "server/metrics.h"
 
@@ -16,5 +18,8 @@ core::Json EventJson(const core::Event& e);
 core::Json ConfigJson(const JobConfig& c);
 // GET /jobs/{id}'s `ina_counters`: the samples per (switch, tag) and their totals.
 core::Json InaCountersJson(const std::vector<InaCounterSample>& samples);
+// A job's `data_path` (GET /jobs/{id}, GET /jobs, POST /jobs/{id}/data-path): state, summary,
+// the sums and the workers' latest reports.
+core::Json DataPathJson(const JobDataPath& data_path);
 
 }  // namespace inac::server::rest

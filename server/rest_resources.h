@@ -7,7 +7,7 @@
 //   TopologyResource  GET|PUT /topology, GET /links, PATCH /links/{id}
 //   SwitchesResource  GET /switches, /switches/{id}
 //   JobsResource      POST|GET /jobs, GET|DELETE /jobs/{id}, GET /jobs/{id}/config,
-//                     POST /jobs/{id}/progress
+//                     POST /jobs/{id}/progress, POST /jobs/{id}/data-path
 //   PlanResource      GET /plan, POST /plan/preview
 //   EventsResource    GET /events, /events/stream
 //   AuditResource     GET /audit (admin)

@@ -21,6 +21,7 @@
 #include "core/plan.h"
 #include "core/ports.h"
 #include "core/topology.h"
+#include "server/data_path.h"
 #include "server/job_config.h"
 #include "server/metrics.h"
 #include "server/stats_history.h"
@@ -61,6 +62,22 @@ class JobService {
   // The INA counters last read for `id`'s tags on the switches that hold them (by switch, then
   // tag); empty until a read succeeded.
   virtual std::vector<InaCounterSample> JobCounters(core::JobId id) = 0;
+  // Stores `report` as its worker's latest data-path report for `id` (in memory only,
+  // server/data_path.h) and returns the job's data path. NotFound; FailedPrecondition unless the
+  // job is scheduled or running (as ReportProgress); InvalidArgument (field "worker") for a worker
+  // that is not one of the job's. The default (services without data-path telemetry) is
+  // Unimplemented.
+  virtual absl::StatusOr<JobDataPath> ReportDataPath(core::JobId id, const DataPathReport& report) {
+    (void)id;
+    (void)report;
+    return absl::UnimplementedError("data-path reports are not kept by this service");
+  }
+  // The job's data path from its workers' latest reports; nullopt before any report and once
+  // the job ended.
+  virtual std::optional<JobDataPath> DataPath(core::JobId id) {
+    (void)id;
+    return std::nullopt;
+  }
 };
 
 // A link's state after PATCH /links/{id}, and the topology version that holds it.

@@ -1,6 +1,7 @@
 // The jobs view (a table: state, algorithm, priority, batch size, predicted and reported
 // iteration time, rate, progress; filter and sort) and the job view (its aggregation tree or
-// ring drawn on the topology, aggregators per switch, its events, its rate over time).
+// ring drawn on the topology, aggregators per switch, its data path as its workers report it,
+// its events, its rate over time).
 
 import { allJobs, get, getOrNull, request } from './api.js';
 import { TimeChart } from './charts.js';
@@ -20,6 +21,21 @@ function algorithmOf(job, planJob, plan) {
   if (!planJob) return '—';
   if (planJob.ring && planJob.ring.length) return `${plan.algorithm} (ring)`;
   return plan.algorithm;
+}
+
+// A job's data path as its workers report it (POST /jobs/{id}/data-path): "INA active", "PS
+// only", "fallback: <reason>" or mixed, with the all-reduce and fallback counts; each worker's
+// latest report in the tooltip.
+function dataPath(dp) {
+  const count = (n, one) => `${Number(n).toLocaleString()} ${one}${n === 1 ? '' : 's'}`;
+  const title = (dp.workers || []).map((w) => {
+    const why = w.reason ? ` (${w.reason})` : '';
+    return `${w.worker}: ${w.path}${why}, ${count(w.allreduces, 'all-reduce')}, ` +
+      count(w.fallbacks, 'fallback');
+  }).join('\n');
+  return el('span', { id: 'job-data-path', title },
+    badge(dp.summary, `dp-${dp.state}`),
+    ` ${count(dp.allreduces, 'all-reduce')}, ${count(dp.fallbacks, 'fallback')}`);
 }
 
 export class JobsView {
@@ -192,6 +208,7 @@ export class JobView {
       ['Parameter servers', (spec.parameter_servers || []).length || 'ring'],
       ['Created', fmtDateTime(job.created_ms)],
     ];
+    if (job.data_path) facts.push(['Data path', dataPath(job.data_path)]);
     if (job.failure_reason) facts.push(['Failure', job.failure_reason]);
     clear(document.getElementById('job-facts')).append(
       ...facts.map(([k, v]) => el('div', {}, el('b', {}, k), el('span', {}, v))));

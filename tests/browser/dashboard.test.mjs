@@ -181,6 +181,26 @@ describe('dashboard on the demo fabric (fat-tree k=4)', () => {
     await page.screenshot({ path: join(OUT, 'job.png') });
   });
 
+  test('the job view shows the data path its workers report', async () => {
+    const { page } = operator;
+    await show(page, `#/jobs/${jobId}`, 'job');
+    assert.equal(await page.$('#job-data-path'), null);  // no report yet
+    const report = (worker, path, allreduces, fallbacks, reason) => api(server, 'POST',
+      `/jobs/${jobId}/data-path`, TOKENS.operator, { worker, path, allreduces, fallbacks, reason });
+    assert.equal((await report('h1_0_0', 'ina', 12, 0)).status, 200);
+    const mixed = await report('h1_0_1', 'fallback', 12, 2, 'no aggregator grant');
+    assert.equal(mixed.status, 200, JSON.stringify(mixed.json));
+    assert.equal(mixed.json.state, 'mixed');
+    await page.waitForFunction(() => /fallback: no aggregator grant/.test(
+      (document.getElementById('job-data-path') || {}).textContent || ''), null, { timeout: 15000 });
+    assert.match(await page.textContent('#job-data-path'), /24 all-reduces, 2 fallbacks/);
+    await page.screenshot({ path: join(OUT, 'job-data-path.png') });
+    assert.equal((await report('h1_0_1', 'ina', 13, 2)).status, 200);
+    assert.equal((await report('h2_0_0', 'ina', 13, 0)).status, 200);
+    await page.waitForFunction(() => /INA active/.test(
+      (document.getElementById('job-data-path') || {}).textContent || ''), null, { timeout: 15000 });
+  });
+
   test('a link set down shows as down', async () => {
     const { page } = viewer;
     const topology = (await api(server, 'GET', '/topology', TOKENS.viewer)).json;
