@@ -7,6 +7,8 @@ docs/pytorch.md.
   python3 train_digits.py --backend inac --ranks 4 --job 7 --bind-base 127.0.0.11
   python3 train_digits.py --backend gloo --ranks 4
   python3 train_digits.py --backend gloo,inac,bfp --ranks 4 --job 7 ...   # compare, one launch
+  # through a switch of an `inac lab` (rank r's session in the host namespace lab-h<r>):
+  python3 train_digits.py --backend inac,bfp --ranks 4 --job 1 --netns-format 'lab-h{rank}'
 
   # one rank per process under torchrun (RANK, WORLD_SIZE, MASTER_ADDR/PORT from torchrun):
   torchrun --nproc_per_node 4 train_digits.py --backend inac --job 7 --bind-base 127.0.0.11
@@ -19,7 +21,10 @@ Deterministic: the same seed gives the same initial weights, batches and (for a 
 """
 
 import argparse
+import collections
+import dataclasses
 import datetime
+import hashlib
 import ipaddress
 import json
 import os
@@ -119,6 +124,21 @@ def worker_id(args, rank):
     return args.worker_format.format(rank=rank)
 
 
+def netns_name(args, rank):
+    """The network namespace rank r opens its INAC session in (--netns-format), or None."""
+    if not args.netns_format:
+        return None
+    return args.netns_format.format(rank=rank, worker=worker_id(args, rank))
+
+
+def weights_sha256(weights):
+    """SHA-256 of the weights' bytes, in parameter order (equal hashes: bitwise equal weights)."""
+    h = hashlib.sha256()
+    for w in weights:
+        h.update(w.tobytes())
+    return h.hexdigest()
+
+
 def bind_address(args, rank):
     if args.bind_base:
         return str(ipaddress.IPv4Address(args.bind_base) + rank)
@@ -133,13 +153,19 @@ def run_rank(rank, world, args, out=print):
     torch.set_num_threads(args.threads)
     results = {}
     for backend in args.backend.split(","):
-        state, hook = None, None
+        state, hook, session_stats = None, None, None
+        paths = collections.Counter()  # inac: the path of each bucket ("ina", "ps", "fallback")
         if backend == "inac":
             state = inac_torch.HookState.open(
                 args.job, worker_id(args, rank), fallback_timeout_ms=args.timeout_ms,
                 report_every_s=args.report_every_s, server=args.server, token=args.token,
-                config_file=args.config_file, bind=bind_address(args, rank), port=args.port)
-            hook = inac_torch.comm_hook
+                config_file=args.config_file, bind=bind_address(args, rank), port=args.port,
+                netns=netns_name(args, rank))
+
+            def hook(hook_state, bucket):
+                future = inac_torch.comm_hook(hook_state, bucket)
+                paths[hook_state.last_path] += 1
+                return future
         elif backend == "bfp":
             hook = inac_torch.bfp.gloo_hook
         dist.barrier()
@@ -149,9 +175,13 @@ def run_rank(rank, world, args, out=print):
                       log_every=args.log_every if rank == 0 else 0, out=out)
         finally:
             if state is not None:
+                if state.session is not None and not state.session.closed:
+                    session_stats = dataclasses.asdict(state.session.stats())
                 state.close()
         if state is not None:
             r["hook"] = state.summary()
+            r["paths"] = dict(paths)
+            r["session"] = session_stats
         results[backend] = r
     return results
 
@@ -231,7 +261,12 @@ def summarize(per_rank, out=print):
             "final_loss": r["final_loss"], "accuracy": r["accuracy"], "correct": r["correct"],
             "test_size": r["test_size"], "step_ms_median": statistics.median(steady),
             "step_ms_mean": statistics.fmean(steady), "hook": r.get("hook"),
+            "step_ms_max": max(r["step_ms"], default=0.0), "steps": len(r["step_ms"]),
+            "weights_sha256": weights_sha256(r["weights"]),
         }
+        if "paths" in r:  # inac: bucket paths of rank 0, the session counters of every rank
+            rows[backend]["paths"] = r["paths"]
+            rows[backend]["sessions"] = [ranks[backend].get("session") for ranks in per_rank]
         out(f"{backend:5s} final loss {r['final_loss']:.6f}  test accuracy {r['accuracy']:.4f} "
             f"({r['correct']}/{r['test_size']})  step {rows[backend]['step_ms_median']:.3f} ms "
             f"median, {rows[backend]['step_ms_mean']:.3f} ms mean"
@@ -275,10 +310,16 @@ def parse_args(argv=None):
     p.add_argument("--bind-base", default=None,
                    help="rank r binds this IPv4 address + r (several ranks on one machine)")
     p.add_argument("--port", type=int, default=None, help="UDP port (default 48864)")
+    p.add_argument("--netns-format", default=None,
+                   help="rank r opens its INAC session in this network namespace, {rank} and "
+                        "{worker} replaced (e.g. lab-h{rank}; default: the process's own)")
     p.add_argument("--timeout-ms", type=int, default=5000,
                    help="an INAC all-reduce without a new result this long falls back on Gloo")
     p.add_argument("--report-every-s", type=float, default=60.0)
     p.add_argument("--gloo-timeout-s", type=float, default=300.0)
+    p.add_argument("--timeout-s", type=float, default=None,
+                   help="spawned ranks: fail the run and kill them after this long (default: "
+                        "no limit)")
     p.add_argument("--json", default=None, help="write the summary as JSON to this file")
     args = p.parse_args(argv)
     for b in args.backend.split(","):
@@ -301,7 +342,7 @@ def main(argv=None):
         dist.all_gather_object(gathered, results)
         dist.destroy_process_group()
     else:
-        gathered = spawn(args, args.ranks)
+        gathered = spawn(args, args.ranks, timeout_s=args.timeout_s)
         rank = 0
     if rank == 0:
         rows = summarize(gathered)
