@@ -1,7 +1,7 @@
-// The controller service end to end (issue 7 benchmarks), in one process but over the real
-// edges: the REST API (loopback, through the production client server/api_client.h), the
-// controller loop, SQLite on disk (WAL, synchronous=FULL: an acknowledged job is durable) and 20
-// emulated P4Runtime switches on loopback gRPC ports (the `--demo` fabric: fat-tree k=4, same
+// The controller service end to end (docs/controller.md "Tests and figures"), in one process but
+// over the real edges: the REST API (loopback, through the production client server/api_client.h),
+// the controller loop, SQLite on disk (WAL, synchronous=FULL: an acknowledged job is durable) and
+// 20 emulated P4Runtime switches on loopback gRPC ports (the `--demo` fabric: fat-tree k=4, same
 // switch client factory as `inac serve`). Prints one JSON line per scenario:
 //  - rest_submit: durable job submissions per second and latency percentiles, C client threads
 //    each POSTing jobs (with an Idempotency-Key) while the loop re-plans behind them;

@@ -1,4 +1,4 @@
-// Cluster mode on etcd (issue 18, docs/ha.md), with real processes on loopback: a 3-member etcd
+// Cluster mode on etcd (docs/ha.md), with real processes on loopback: a 3-member etcd
 // cluster (tests/ha/etcd_cluster.h, /usr/bin/etcd or $INAC_ETCD), `inac serve` nodes and one
 // `inac switch` per switch of the system tests' leaf-spine (4 leaves, 2 spines, 16 hosts).
 // Prints one JSON line per figure:

@@ -1,4 +1,4 @@
-// The API's answer time while hostile connections are open (issue 14, item 3): a normal request
+// The API's answer time while hostile connections are open: a normal request
 // (connect, GET, read the whole answer, close) is timed while N idle keep-alive connections and N
 // slowloris connections (one header line every 500 ms, never finished) are open, N = 16, 256 and
 // 1,000. Two servers run the same trivial handler on 127.0.0.1: cpp-httplib's thread-per-connection

@@ -1,6 +1,7 @@
-// InGo (issue 16): completion time of the joint batch-size choice against the same routing at
-// each job's submitted batch size, and the distance of the coordinate descent to exhaustive
-// search. One JSON line per scenario (figures are the model's, docs/batch-size.md; nothing tuned).
+// InGo (docs/batch-size.md): completion time of the joint batch-size choice against the same
+// routing at each job's submitted batch size, and the distance of the coordinate descent to
+// exhaustive search. One JSON line per scenario (figures are the model's, docs/batch-size.md;
+// nothing tuned).
 //
 //   grid_setting: GRID's fat-tree (k = 8, 6 hosts per edge switch: 80 switches, 192 hosts),
 //     100 Gbps links, PS ingress 100 Gbps, C_v uniform in [100, 3200], edge switches INA; 4 jobs

@@ -1,5 +1,5 @@
-// Audit and retention figures (issue 14 item 7), on a temporary SQLite file in $TMPDIR with
-// synchronous=FULL, as the controller runs it:
+// Audit and retention figures (docs/storage.md "Retention"), on a temporary SQLite file in $TMPDIR
+// with synchronous=FULL, as the controller runs it:
 //   - audit_append: durable audit appends per second and their median / p99 latency -- what the
 //     audit log adds to every API write (its own transaction after the write's);
 //   - prune: 50,000 finished jobs (each with an idempotency key and 2 events) among 1,000 active

@@ -1,4 +1,4 @@
-// Rina benchmark (issue 17, item 5): per-job throughput, reported as nccl-tests reports it
+// Rina benchmark (docs/rina.md "Benchmark"): per-job throughput, reported as nccl-tests reports it
 // (algorithm bandwidth algbw = S / t with S the gradient bytes and t the all-reduce time; for the
 // rings also busbw = algbw · 2(n - 1)/n, n the workers), of Rina against plain ring all-reduce,
 // hierarchical all-reduce, ATP and SwitchML, in the flow model (scheduler/ring/rina.h,

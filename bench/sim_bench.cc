@@ -1,6 +1,7 @@
-// Switch-memory scheduling in the trace simulator (issue 5): mean JCT per memory policy and the
-// ratios atp/esa and switchml/esa on fixed scenarios, and the simulator's speed. One JSON line
-// per scenario. Figures are whatever the model gives (docs/memory.md); nothing is tuned here.
+// Switch-memory scheduling in the trace simulator (docs/memory.md section 7): mean JCT per memory
+// policy and the ratios atp/esa and switchml/esa on fixed scenarios, and the simulator's speed. One
+// JSON line per scenario. Figures are whatever the model gives (docs/memory.md); nothing is tuned
+// here.
 //
 //   one Tofino-class ToR: 64 hosts on 100 Gbps links, 6.4 Tbps INA processing, 248 B aggregators.
 //   S1: 30 jobs at t = 0, 10 model slots x {2, 4, 8} workers, 1000 iterations, 20,000 aggregators.
@@ -226,11 +227,11 @@ void Sweep() {
   }
 }
 
-// Issue 15 item 7: ESA vs ATP vs SwitchML vs no INA across straggler spread x memory x job size,
-// one JSON line per point. The ToR of S1; 12 jobs of `workers` workers each (the 8 built-in
+// The straggler sweep: ESA vs ATP vs SwitchML vs no INA across straggler spread x memory x job
+// size, one JSON line per point. The ToR of S1; 12 jobs of `workers` workers each (the 8 built-in
 // models cycled), all at t = 0, 200 iterations; stragglers: every worker's arrival offset per
 // chunk is exponential with mean `spread` (StragglerModel, docs/memory.md "Stragglers").
-// With `fixed_skew` (the model before issue 15), the same straggler range is a fixed skew
+// With `fixed_skew` (the earlier model), the same straggler range is a fixed skew
 // (AggregatorTimingOptions::arrival_spread_us = the sampled mean range) and a preempted chunk
 // loses half an aggregation: the rows show what the preemption model changed.
 void StragglerGrid(bool fixed_skew) {

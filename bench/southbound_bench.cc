@@ -1,5 +1,5 @@
 // Southbound throughput over loopback gRPC against the emulated switch (in-process, port 0):
-//  - entries/s written in size-bounded Write batches (issue 6 target: >= 50,000/s);
+//  - entries/s written in size-bounded Write batches (target: >= 50,000/s);
 //  - time to reconcile a switch holding ~10,000 entries (target: < 1 s): converged (read + diff,
 //    0 writes), with 10% drift, and a full restore onto an empty switch.
 // Prints one JSON line per scenario (medians over repetitions).

@@ -1,9 +1,9 @@
-// Storage figures (issue 3): durable job submissions per second (one transaction each, job row +
-// idempotency key + event, synchronous=FULL), the controller's snapshot load with 10,000 active
-// jobs on a fat-tree k=16 topology (target < 200 ms), the same snapshot with a plan for every job
-// and the derived per-switch intents (warm: plan cached in process; cold: first read after open),
-// and durable event-log appends per second. Runs on a
-// temporary file in $TMPDIR (so on that file system's fsync cost). Prints one JSON line.
+// Storage figures (docs/storage.md "Durability"): durable job submissions per second (one
+// transaction each, job row + idempotency key + event, synchronous=FULL), the controller's snapshot
+// load with 10,000 active jobs on a fat-tree k=16 topology (target < 200 ms), the same snapshot
+// with a plan for every job and the derived per-switch intents (warm: plan cached in process; cold:
+// first read after open), and durable event-log appends per second. Runs on a temporary file in
+// $TMPDIR (so on that file system's fsync cost). Prints one JSON line.
 #include <stdlib.h>
 #include <unistd.h>
 

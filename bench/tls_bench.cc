@@ -1,6 +1,6 @@
-// What HTTPS costs the API server (issue 14 item 7), on 127.0.0.1 with the production client
-// (ApiClient) and INAC's HttpServer (16 handler threads, a trivial JSON handler), the same
-// server with and without TLS (EC P-256 certificate from tests/fixtures/tls_certs.h):
+// What HTTPS costs the API server (docs/controller.md "TLS (HTTPS)"), on 127.0.0.1 with the
+// production client (ApiClient) and INAC's HttpServer (16 handler threads, a trivial JSON handler),
+// the same server with and without TLS (EC P-256 certificate from tests/fixtures/tls_certs.h):
 //   - "new_connection": connect, (handshake,) GET, read, close — the CLI's pattern;
 //   - "keep_alive": GETs on one kept-alive connection — the agents' and tests' pattern;
 //   - "under_load": new-connection GETs while N idle kept-alive TLS clients and N TCP

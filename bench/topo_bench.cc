@@ -1,4 +1,4 @@
-// Topology generation speed (issue 2 target: `inac topo generate fat-tree --k 32`, 1280 switches
+// Topology generation speed (target: `inac topo generate fat-tree --k 32`, 1280 switches
 // and 8192 hosts, in under a second). Measures what the CLI does: generate, validate, encode to
 // JSON text. Prints one JSON line per k.
 #include <algorithm>

@@ -1,5 +1,6 @@
-// Topology generators for tests, benchmarks and demos (ALGORITHMS.md section 4), in the spirit of
-// ONOS's providers/null simulators. Deterministic for a given seed.
+// Topology generators for tests, benchmarks and demos (`inac topo generate`: the fat-trees and
+// leaf-spines of the figures in docs/routing.md and docs/memory.md), in the spirit of ONOS's
+// providers/null simulators. Deterministic for a given seed.
 #pragma once
 
 #include <cstdint>

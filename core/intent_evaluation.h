@@ -1,8 +1,9 @@
 // What the data plane, as programmed by a plan's switch intents, can carry: the per-worker rate of
 // every parameter-server job of a plan, evaluated from the derived intents alone (the tables of
 // api/p4/ina.p4 each SwitchIntent holds, docs/ina-pipeline.md), independently of the planner's
-// flow model. It is the check that a rate INAC prints is true of the switches (docs: DESIGN.md
-// "Truth over the model"): a printed rate above what the intents sustain is a planner defect.
+// flow model. It is the check that a rate INAC prints is true of the switches (docs/architecture.md
+// "Truth over the model", docs/routing.md section 3d): a printed rate above what the intents
+// sustain is a planner defect.
 //
 // Contract of EvaluateIntents(topology, plan, intents, timing):
 //  - Jobs: every JobPlan of `plan` with an empty `ring` (parameter-server jobs), in plan order.

@@ -8,8 +8,8 @@ namespace inac::core {
 
 namespace {
 constexpr int64_t kMiB = 1024 * 1024;
-// ALGORITHMS.md section 3: fp32 gradient sizes and V100 compute time per iteration. Fractional MiB
-// sizes are rounded down to whole bytes.
+// The table of docs/formats.md ("Jobs"): fp32 gradient sizes and V100 compute time per iteration.
+// Fractional MiB sizes are rounded down to whole bytes.
 constexpr std::array<ModelProfile, 8> kModels = {{
     {"AlexNet", 233 * kMiB, 255},
     {"ResNet50", 97 * kMiB + kMiB / 2, 323},

@@ -1,4 +1,4 @@
-// The built-in model table of ALGORITHMS.md section 3: fp32 gradient size and compute time per
+// The built-in model table (docs/formats.md "Jobs"): fp32 gradient size and compute time per
 // iteration on a V100, used to fill JobSpec::gradient_bytes / compute_ms from a model name and by
 // the simulator's workload generator.
 #pragma once

@@ -1,6 +1,7 @@
-// Repository interfaces: what the controller persists and how it reads it back (DESIGN.md "data
-// flow", issue 3). Implemented by storage/ (SqliteStorage on SQLite, InMemoryStorage for unit tests
-// of other layers); both pass the same contract tests (tests/storage/store_contract_test.cc).
+// Repository interfaces: what the controller persists and how it reads it back (docs/storage.md;
+// their place in the data flow: docs/architecture.md). Implemented by storage/ (SqliteStorage on
+// SQLite, InMemoryStorage for unit tests of other layers); both pass the same contract tests
+// (tests/storage/store_contract_test.cc).
 //
 // Atomicity. Every write method is ONE transaction: it either happens entirely or not at all, and
 // once it returns OK it is durable (SqliteStorage: WAL + synchronous=FULL). A write method that
@@ -81,8 +82,8 @@ class EventLog {
 
 // --- Audit log ---
 
-// One write request to the API (issue 14 item 7): who made it, from where, what, and the answer.
-// Never a token or a request body.
+// One write request to the API as the audit log keeps it (docs/controller.md "Audit log and
+// retention"): who made it, from where, what, and the answer. Never a token or a request body.
 struct AuditEntry {
   int64_t seq = 0;      // assigned by the log on append (ignored on input); strictly increasing
   int64_t time_ms = 0;  // Unix epoch milliseconds, set by the caller

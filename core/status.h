@@ -1,5 +1,5 @@
 // Error-handling helpers shared by every layer: absl::Status / absl::StatusOr<T> with canonical
-// codes (DESIGN.md "Conventions"). No exceptions cross a layer boundary.
+// codes (docs/architecture.md "Conventions"). No exceptions cross a layer boundary.
 #pragma once
 
 #include <string>

@@ -11,7 +11,7 @@
 
 namespace inac::core {
 
-// Default size of one aggregator: k = 62 int32 lanes (ALGORITHMS.md section 1).
+// Default size of one aggregator: k = 62 int32 lanes (docs/memory.md section 1).
 inline constexpr int kDefaultAggregatorBytes = 248;
 
 // In-network-aggregation capabilities of a switch.

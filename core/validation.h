@@ -20,7 +20,7 @@ namespace inac::core {
 // ---------------------------------------------------------------------------------------------
 // Input limits: every string, array and number of a topology or job spec has a bound, all of them
 // here, documented in docs/formats.md ("Limits") and api/openapi.yaml. They exist so that one
-// request cannot make the controller store or answer unbounded data (issue 14), and so that typos
+// request cannot make the controller store or answer unbounded data, and so that typos
 // (1e-300 Gbps, a 10^12 batch) are refused rather than planned. Sizes of strings are in bytes of
 // UTF-8. The array bounds leave room for a fat-tree k = 64 (5120 switches, 65536 hosts, 196608
 // links).

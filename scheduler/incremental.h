@@ -1,4 +1,4 @@
-// Incremental planning (issue 15, item 6): admit new jobs onto the plan in force in milliseconds,
+// Incremental planning (docs/controller.md): admit new jobs onto the plan in force in milliseconds,
 // without moving anybody else, and drop finished or cancelled jobs; the controller applies the
 // result at once and refines it with a full re-plan (scheduler::ComputePlan) in the background.
 //

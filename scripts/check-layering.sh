@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layering of DESIGN.md, checked on the includes of every tracked source of the production
+# docs/architecture.md's layers, checked on the includes of every tracked source of the production
 # layers (ctest `layering`): core/ includes nothing of ours but core/; scheduler/, storage/ and
 # southbound/ only core/ and themselves (never each other); agent/ only core/ and itself; nothing
 # but server/ (and tests, benchmarks) includes server/. Prints every violation as
@@ -31,7 +31,7 @@ for f in $files; do
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" || true)
 done
 if [ "$violations" -gt 0 ]; then
-  echo "layering: $violations include(s) break DESIGN.md's layers" >&2
+  echo "layering: $violations include(s) break the layers of docs/architecture.md" >&2
   exit 1
 fi
 echo "layering: ok"

@@ -1,4 +1,4 @@
-// The controller's side of InGo (issue 16, docs/batch-size.md "Online refit"): a smoothed
+// The controller's side of InGo (docs/batch-size.md "Online refit"): a smoothed
 // gradient noise scale per job from the statistics workers put in their progress reports, the
 // noise scale the planner is given (published only when it moved by more than a threshold, so
 // that a stream of reports does not re-plan at every one), and when each job's batch size last

@@ -1,5 +1,5 @@
-// The `inac` command line: one binary, verbs per concern (DESIGN.md "What the product is").
-// Exit codes everywhere: 0 success, 1 failure of the operation, 2 bad input or usage (every
+// The `inac` command line: one binary, verbs per concern (docs/architecture.md "What the product
+// is"). Exit codes everywhere: 0 success, 1 failure of the operation, 2 bad input or usage (every
 // problem printed on stderr).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Cluster mode of `inac serve` (issue 18, docs/ha.md): this controller as one node of a cluster
+// Cluster mode of `inac serve` (docs/ha.md): this controller as one node of a cluster
 // that replicates through etcd. It owns the etcd client, the leader election
 // (storage/etcd/leader_election.h) and the EtcdStorage the controller runs on, and it provides the
 // two fences of the leader:

@@ -1,5 +1,5 @@
 // Client verbs of the CLI: they call a running controller's REST API (server/api_client.h) so an
-// operator or a launcher script does not need curl (DESIGN.md "What the product is").
+// operator or a launcher script does not need curl (docs/architecture.md "What the product is").
 //
 //   inac job submit FILE [--idempotency-key K]   POST /jobs, one request per job of the file
 //   inac job list [--state S[,S]] [--tenant T] [--limit N] [--all] [--json]

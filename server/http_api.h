@@ -25,13 +25,13 @@
 // (`server.tls_cert_file`/`tls_key_file`: HTTPS) unless `allow_insecure_http`: the rule of
 // CheckListenRule (server/config.h).
 //
-// Audit (issue 14 item 7): every write request (POST, PUT, PATCH, DELETE) that Admit let through
-// is recorded after its handler ran, with its final status (2xx, 4xx and 5xx alike), through
-// AuditService on the handler thread: the token's name and role ("anonymous"/"none" without
-// tokens), remote address, method, path without the query string, and the job it named or
-// created. Never a token or a body. The entry is a transaction of its own after the write's, so a
-// failed append (logged at error, counted) never changes an answer already decided. Requests
-// Admit refuses with 401 or 403 run no handler: they are counted
+// Audit (docs/controller.md "Audit log and retention"): every write request (POST, PUT, PATCH,
+// DELETE) that Admit let through is recorded after its handler ran, with its final status (2xx, 4xx
+// and 5xx alike), through AuditService on the handler thread: the token's name and role
+// ("anonymous"/"none" without tokens), remote address, method, path without the query string, and
+// the job it named or created. Never a token or a body. The entry is a transaction of its own after
+// the write's, so a failed append (logged at error, counted) never changes an answer already
+// decided. Requests Admit refuses with 401 or 403 run no handler: they are counted
 // (inac_http_auth_refusals_total{code}) and logged at warn, not written to the database (Admit
 // runs on the event thread, which must not block). GET /audit (admin) reads the log.
 //
@@ -39,7 +39,7 @@
 // at once (503 `unavailable` with Retry-After beyond), so streams cannot starve the rest of the
 // API; idle and slow connections hold no thread at all.
 //
-// The dashboard (issue 19, server/web_assets.h): GET /, /ui and /ui/<file> answer the files of
+// The dashboard (server/web_assets.h): GET /, /ui and /ui/<file> answer the files of
 // web/ compiled into the binary, without a token (they hold no data; Host and Origin are still
 // checked without tokens), before routing; other methods on those paths are 405. GET /whoami
 // names the caller's token and role (never the token) so the page shows only the actions its

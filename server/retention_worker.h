@@ -1,7 +1,7 @@
-// Retention in the running controller (issue 14 item 7): finished jobs (completed, cancelled,
-// failed) with their idempotency keys and events, and audit entries, are deleted once older than
-// the configured ages -- at start and then every `period_ms`, on a thread of their own, so the
-// control loop never waits for it. The work is storage/retention.h's batched prune: one
+// Retention in the running controller (docs/storage.md "Retention"): finished jobs (completed,
+// cancelled, failed) with their idempotency keys and events, and audit entries, are deleted once
+// older than the configured ages -- at start and then every `period_ms`, on a thread of their own,
+// so the control loop never waits for it. The work is storage/retention.h's batched prune: one
 // transaction per `batch_rows` rows, so a large backlog delays a concurrent writer (a job
 // submission, the loop's plan) by one batch at most. Each run that removed something appends a
 // `retention_pruned` event and logs how many rows it removed; the counts are also in

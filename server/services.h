@@ -143,7 +143,7 @@ class HealthService {
   virtual Metrics* metrics() = 0;
 };
 
-// The audit log of API writes (issue 14 item 7; docs/controller.md "Audit log").
+// The audit log of API writes (docs/controller.md "Audit log and retention").
 class AuditService {
  public:
   virtual ~AuditService() = default;

@@ -1,4 +1,4 @@
-// The controller's recent history for the dashboard (issue 19, docs/dashboard.md): a bounded
+// The controller's recent history for the dashboard (docs/dashboard.md): a bounded
 // in-memory ring of time buckets (by default 10 s each over the last hour, 360 buckets) holding,
 // per bucket, the aggregator utilisation of every INA switch, each planned job's predicted rate,
 // LP bound, predicted and reported iteration time and progress, and how many jobs were submitted

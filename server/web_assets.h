@@ -1,4 +1,4 @@
-// The operator's dashboard (issue 19, docs/dashboard.md): the files of web/ compiled into the
+// The operator's dashboard (docs/dashboard.md): the files of web/ compiled into the
 // binary (server/embed_web.cmake generates EmbeddedWebAssets at build time) and served by HttpApi
 // at `/` (index.html) and under `/ui/` -- no CDN, no file system, no build step at run time.
 // The files hold no data, so they are served without a token; every datum the page shows comes

@@ -1,8 +1,8 @@
 // Canonical P4Runtime byte strings (P4Runtime spec v1.3, section 8.4 "Bytestrings"): an unsigned
 // integer of a P4 field of `bitwidth` bits travels as big-endian bytes; the canonical form is the
 // shortest such string, with zero as one zero byte. Targets may answer with padded or empty
-// strings, so every value read back is canonicalised before it is compared (DESIGN.md,
-// "Southbound facts"). No protobuf types here; this is plain byte arithmetic.
+// strings, so every value read back is canonicalised before it is compared (docs/southbound.md,
+// "Reconciliation"). No protobuf types here; this is plain byte arithmetic.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// The one place where gRPC / google.rpc statuses become absl::Status (DESIGN.md, "Conventions":
-// one conversion function per edge), including the per-update errors of a P4Runtime Write
-// (P4Runtime spec v1.3, section 12.3 "Error Reporting Messages": top-level UNKNOWN, details = one
-// p4.v1.Error per update, in order, OK for the updates that succeeded).
+// The one place where gRPC / google.rpc statuses become absl::Status (docs/architecture.md,
+// "Conventions": one conversion function per edge), including the per-update errors of a P4Runtime
+// Write (P4Runtime spec v1.3, section 12.3 "Error Reporting Messages": top-level UNKNOWN, details =
+// one p4.v1.Error per update, in order, OK for the updates that succeeded).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // IntentReconciler: brings one switch to a core::SwitchIntent over an open SwitchSession
-// (DESIGN.md, "The data flow", step 4).
+// (docs/controller.md, "Data flow", step 4).
 //
 // One run: Translate the intent (IntentTranslator) -> wildcard-read the INA tables and all
 // multicast groups -> canonicalise -> diff by key (entity_diff.h) -> Write all DELETEs, then all

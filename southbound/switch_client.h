@@ -1,7 +1,8 @@
 // SwitchClient: what the controller needs of one INA switch, whatever the transport. The
 // production implementation is P4RuntimeSwitchClient (southbound/p4runtime_switch_client.h);
 // other layers' tests use FakeSwitchClient (southbound/testing/fake_switch_client.h). This header
-// sees core types and absl::Status only, never a protobuf type (STYLE.md, "Shape of a module").
+// sees core types and absl::Status only, never a protobuf type (docs/architecture.md, "Shape of a
+// module").
 #pragma once
 
 #include <cstdint>

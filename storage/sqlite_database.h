@@ -41,15 +41,15 @@ struct SqliteOptions {
   std::function<int(const std::string& path)> writable_check;
 };
 
-// Storage faults (issue 14). At open the database records the identity (st_dev, st_ino) of its
-// file and of its write-ahead log "<path>-wal". Every write transaction checks, just before its
-// COMMIT and again just after, that the path still names that file, the WAL is still that WAL, and
-// the file is writable (CheckFile: three system calls). A write that fails the first check is
-// rolled back; one that fails the second committed into a file that is no longer the database. In
-// both cases it returns Unavailable and so is never acknowledged. Reads keep working on the open
-// connections (they see what was written); a new reader connection checks the identity too.
-// Deleting "<path>-shm" or "<path>.lock", and overwriting the file in place (same inode, e.g.
-// `cp other.db inac.db`), are not detected.
+// Storage faults (docs/storage.md "Storage faults while running"). At open the database records the
+// identity (st_dev, st_ino) of its file and of its write-ahead log "<path>-wal". Every write
+// transaction checks, just before its COMMIT and again just after, that the path still names that
+// file, the WAL is still that WAL, and the file is writable (CheckFile: three system calls). A
+// write that fails the first check is rolled back; one that fails the second committed into a file
+// that is no longer the database. In both cases it returns Unavailable and so is never
+// acknowledged. Reads keep working on the open connections (they see what was written); a new
+// reader connection checks the identity too. Deleting "<path>-shm" or "<path>.lock", and
+// overwriting the file in place (same inode, e.g. `cp other.db inac.db`), are not detected.
 //
 // Thread safety: all methods may be called from any thread. Writes are serialised by a mutex on
 // the single writer connection; reads use their own connections (for ":memory:" there is only the

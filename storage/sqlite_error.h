@@ -1,5 +1,5 @@
 // The one place where exceptions from SQLiteCpp (and anything else thrown while talking to
-// SQLite) become absl::Status (DESIGN.md "Conventions": one conversion per edge).
+// SQLite) become absl::Status (docs/architecture.md "Conventions": one conversion per edge).
 #pragma once
 
 #include <exception>
@@ -19,7 +19,7 @@ enum class SqliteUse {
   kOpen,
   // A database the running controller serves from (every store call after Open): no SQLite error
   // is the caller's fault, so every fault of the file or the disk is Unavailable (503 at the REST
-  // edge, never a 4xx: issue 14).
+  // edge, never a 4xx).
   kServing,
 };
 

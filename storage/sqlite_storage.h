@@ -1,4 +1,4 @@
-// core/ports.h on SQLite (issue 3). Schema: storage/migrations/*.sql; guarantees and fault
+// core/ports.h on SQLite. Schema: storage/migrations/*.sql; guarantees and fault
 // behaviour: docs/storage.md.
 //
 // Durability: a write that returned OK is in the WAL and fsynced (synchronous=FULL) -- it survives

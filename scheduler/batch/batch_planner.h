@@ -1,7 +1,7 @@
-// InGo in the planner (issue 16): the batch-size choice of scheduler/batch/batch_size.h applied to
-// a routed plan with its memory grants, as scheduler::ComputePlan runs it for `--algorithm ingo`
-// (GRID's routing, then the joint batch choice) and automatically for jobs that allow several
-// batch sizes. Pure and deterministic.
+// InGo in the planner (docs/batch-size.md section 3): the batch-size choice of
+// scheduler/batch/batch_size.h applied to a routed plan with its memory grants, as
+// scheduler::ComputePlan runs it for `--algorithm ingo` (GRID's routing, then the joint batch
+// choice) and automatically for jobs that allow several batch sizes. Pure and deterministic.
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// InGo's batch-size choice (Bao, Zhao, Xu, Wang, Yang, IWQoS 2024; issue 16), on INAC's reading of
+// InGo's batch-size choice (Bao, Zhao, Xu, Wang, Yang, IWQoS 2024), on INAC's reading of
 // how batch size drives convergence. The paper's full text was not available: the convergence
 // model is McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training", arXiv 1812.06162,
 // section 2.2 and appendix A), the sharing model is the flow model's on/off sharing

@@ -1,5 +1,5 @@
 // Online refit of the gradient noise scale and the rule for changing a running job's batch size
-// (issue 16; docs/batch-size.md "Online refit").
+// (docs/batch-size.md "Online refit").
 //
 // NoiseScaleEstimator is the estimator of McCandlish et al. 2018 (arXiv 1812.06162, appendix A)
 // as Pollux uses it (Qiao et al., OSDI 2021; adaptdl's goodput.py): with per-worker batch b and

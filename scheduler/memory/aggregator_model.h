@@ -1,5 +1,5 @@
 // The switch aggregator-memory model shared by the memory policies, the planner and the simulator
-// (ALGORITHMS.md section 3; ESA, ICNP 2023 / arXiv 2201.06398, sections 2-3; ATP and SwitchML,
+// (ESA, ICNP 2023 / arXiv 2201.06398, sections 2-3; ATP and SwitchML,
 // NSDI 2021). Documented in docs/memory.md.
 //
 // A switch v has A_v aggregators of k int32 lanes (k = aggregator_bytes / 4). A job's gradient is

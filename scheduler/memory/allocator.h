@@ -1,4 +1,4 @@
-// The flow-level ("planner") form of the three memory policies (ALGORITHMS.md section 3): how
+// The flow-level ("planner") form of the three memory policies (docs/memory.md section 2): how
 // many of a switch's A_v aggregators each job that aggregates there is granted. The planner
 // writes the result into core::JobPlan::aggregators (the southbound turns it into the job's
 // aggregator region), and the flow evaluator caps a job's rate by it.

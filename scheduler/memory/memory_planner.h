@@ -1,5 +1,5 @@
 // Fills the memory part of a plan: core::JobPlan::aggregators and core::JobPlan::priority, with
-// the planner form of a memory policy (scheduler/memory/allocator.h; ALGORITHMS.md section 3).
+// the planner form of a memory policy (scheduler/memory/allocator.h; docs/memory.md section 2).
 // The planner calls it after routing; the flow evaluator's memory cap then uses the aggregators.
 //
 // For every job and every INA switch v where the job's plan aggregates (a FlowPlan's
@@ -65,7 +65,7 @@ struct MemoryPlannerOptions {
   bool fall_back_without_memory = true;
 };
 
-// The one hold-time model of a grant (ALGORITHMS.md section 3; docs/memory.md "Hold time"):
+// The one hold-time model of a grant (docs/memory.md section 1, "One hold-time model"):
 // HoldTimeUs(options.policy, TimingAt(graph, job, switch_id, options.timing)). AssignAggregators
 // sizes windows with it and the planner's re-scoring (EvaluatePlan's memory cap) divides by it,
 // so a job granted its full window is never capped below the rate the window was sized for.
@@ -91,12 +91,13 @@ absl::Status AssignAggregators(const core::Graph& graph, const std::vector<Memor
 void AssignRingAggregators(const core::Graph& graph, const std::vector<core::Job>& jobs,
                            const MemoryPlannerOptions& options, core::Plan* plan);
 
-// Between re-plans ESA's data-plane priorities follow the jobs' progress (ALGORITHMS.md section 3,
-// controller side): recomputes JobPlan::priority, with `priority` (nullptr: the default
-// ShortestRemainingWorkWithAging), of every JobPlan that has a state in `jobs` and is not a ring
-// (ring jobs hold no switch state), leaving routes and aggregators alone. Returns true when the
-// order the switches act on changed: the jobs ranked by priority (desc), ties kept as ties, differ
-// from before; a uniform shift (every job aged by one step) is no change. Deterministic.
+// Between re-plans ESA's data-plane priorities follow the jobs' progress (docs/memory.md
+// section 2, "Priorities between re-plans"): recomputes JobPlan::priority, with `priority`
+// (nullptr: the default ShortestRemainingWorkWithAging), of every JobPlan that has a state in
+// `jobs` and is not a ring (ring jobs hold no switch state), leaving routes and aggregators alone.
+// Returns true when the order the switches act on changed: the jobs ranked by priority (desc), ties
+// kept as ties, differ from before; a uniform shift (every job aged by one step) is no change.
+// Deterministic.
 bool RefreshPriorities(const std::vector<MemoryJobState>& jobs, const PriorityFunction* priority,
                        core::Plan* plan);
 

@@ -1,6 +1,6 @@
 // Job priorities for preemptive aggregator scheduling (ESA, ICNP 2023 / arXiv 2201.06398,
 // section 3: priority scheduling in the data plane). ESA's paper leaves the priority rule to the
-// operator; INAC's default (inferred, ALGORITHMS.md section 3) is shortest remaining
+// operator; INAC's default (inferred; docs/memory.md section 3) is shortest remaining
 // communication work first, with aging so that no job starves. The priority is the integer the
 // southbound writes into the switch (JobAggregationIntent::priority): higher wins.
 //

@@ -1,4 +1,4 @@
-// The flow-level model every routing algorithm and baseline is scored by (ALGORITHMS.md section 1).
+// The flow-level model that scores every routing algorithm and baseline: docs/routing.md section 1.
 //
 // A routed job (index form of core::JobPlan) costs, per unit of its rate λ (the per-worker sending
 // rate, Gbps):

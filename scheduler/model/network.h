@@ -1,5 +1,5 @@
-// The capacitated network of the flow-level model (ALGORITHMS.md section 1): the indexed graph of a
-// PlanningInput's topology and one "resource" per capacity the model knows.
+// The capacitated network of the flow-level model (docs/routing.md section 1): the indexed graph of
+// a PlanningInput's topology and one "resource" per capacity the model knows.
 //
 // Resources are dense integers: [0, num_arcs) are directed link arcs (core::Graph arc ids, capacity
 // Link::gbps, 0 for links that are down), then one per node: num_arcs + node is the processing

@@ -1,6 +1,6 @@
-// The snapshot every routing algorithm plans from (DESIGN.md "scheduler/ is pure"): topology, jobs
-// with their ids, background load already on the network, the random seed and the options. Plain
-// value types; the scheduler never reads a clock, a file or a thread.
+// The snapshot every routing algorithm plans from (docs/architecture.md "scheduler/ is pure"):
+// topology, jobs with their ids, background load already on the network, the random seed and the
+// options. Plain value types; the scheduler never reads a clock, a file or a thread.
 #pragma once
 
 #include <cstdint>

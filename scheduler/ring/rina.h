@@ -1,7 +1,7 @@
 // Ring all-reduce planning: Rina (Chen et al., "Rina: Enhancing Ring-AllReduce with In-network
 // Aggregation in Distributed Model Training", ICNP 2024, arXiv 2407.19721) and its baselines, plain
 // ring all-reduce and hierarchical (host-level) all-reduce, scored in the common flow model
-// (ALGORITHMS.md sections 1 and 2). docs/rina.md has the model with its sources and says which
+// (docs/routing.md section 1). docs/rina.md has the model with its sources and says which
 // parts are INAC's reading of the paper.
 //
 // Members. Rina: every rack whose ToR is INA-capable (with processing capacity left) and holds at
@@ -35,7 +35,7 @@
 //   (m + f), so a rack caps ρ at b_rack.
 //   T = G / ρ + 2 (n' - 1) L, with L the largest one-way latency of a hop's paths (sum of link
 //   latencies) plus RingOptions::step_overhead_us: the dependency chain of 2 (n' - 1) steps.
-//   Without shared arcs G / ρ = max(2 f G / b_ring, G / b_rack): the issue's T = 2 (n' - 1) / n'
+//   Without shared arcs G / ρ = max(2 f G / b_ring, G / b_rack): the ring's T = 2 (n' - 1) / n'
 //   · G / b_ring for the ring plus the rack aggregation and broadcast, pipelined per chunk.
 // n' = 1 (one abstract rack, or a single worker): no ring; T = G / ρ of the rack stage alone.
 //

@@ -1,4 +1,4 @@
-// The baselines of ALGORITHMS.md section 2, each a plan in the common form, each as its paper
+// The baselines of docs/routing.md section 3, each a plan in the common form, each as its paper
 // defines it (where INAC had to read a rule into the paper, it says "INAC's reading").
 //
 // Path choice, every baseline (load-balanced routing, as InArt's LBMM baseline and ATP's and

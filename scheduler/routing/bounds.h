@@ -1,7 +1,7 @@
 // Upper bounds on a job's rate that hold for EVERY plan the data plane can run, not only for the
-// plans among one algorithm's candidates (ALGORITHMS.md section 2, "Plan families the data plane
-// runs, and their bounds"). RoutingResult::lp_bound_gbps is the optimum of GRID's LP over GRID's
-// own candidate paths and aggregation nodes: plans outside them beat it (GRID's setting (a),
+// plans among one algorithm's candidates (docs/routing.md section 3b, "Plan families the
+// data plane runs", and section 3c). RoutingResult::lp_bound_gbps is the optimum of GRID's LP over
+// GRID's own candidate paths and aggregation nodes: plans outside them beat it (GRID's setting (a),
 // fat-tree k = 8, 100 workers: 18 Gbps, while a deployable two-level plan sustains 74.5). The two
 // LPs below range over ARCS (any path) and any aggregation switch, solved by CLP
 // (scheduler/lp/linear_program.h).

@@ -1,5 +1,5 @@
 // grid-split: GRID's LP relaxation realised with chunk-range splits instead of rounded away
-// (issue 15, item 3). INAC's own algorithm built on GRID.
+// (docs/routing.md section 3a). INAC's own algorithm built on GRID.
 //
 // What is GRID's (Fang et al., IEEE/ACM ToN 31(5) 2023, sections 4-5): the LP relaxation of the
 // joint aggregation-node and path choice (R-GRIA, path-based as the authors' IAR variant, with

@@ -40,7 +40,8 @@ void MaybeGroup(const Network& net, const PlanningOptions& options, JobCandidate
 // would get were the resource split equally among the planned jobs crossing it and the new one
 // (residual / (1 + crossing jobs)), not what the planned jobs' load leaves -- planned alone, each
 // earlier job saturates its bottleneck, so later jobs would see no capacity where the final
-// max-min fair evaluation shares it, and be routed blind (issue 15: the 200-job minimum rate).
+// max-min fair evaluation shares it, and be routed blind (the 200-job minimum rate of
+// docs/controller.md "Incremental planning", item 7).
 std::vector<double> FairShareResidual(const Network& net, const std::vector<RoutedJob>& planned) {
   std::vector<int> crossing(net.num_resources(), 0);
   for (const RoutedJob& job : planned) {

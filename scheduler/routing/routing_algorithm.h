@@ -1,4 +1,4 @@
-// The routing algorithms of ALGORITHMS.md section 2 behind one interface: given a snapshot
+// The routing algorithms of docs/routing.md section 3 behind one interface: given a snapshot
 // (PlanningInput) they choose, for every parameter-server job, the PS shares, the aggregation node
 // and path of every worker flow and the path of every aggregator's stream. Every result is scored
 // by the one flow-level evaluator (scheduler/model/flow_model.h); what a plan reports is always the

@@ -1,5 +1,5 @@
 // The path-based routing LP shared by GRID and InArt, its randomised rounding and a local search
-// (ALGORITHMS.md section 2).
+// (docs/routing.md section 3).
 //
 // Candidates (per job, per (worker w, PS s) pair): the aggregation options are s itself and every
 // INA switch on one of the k shortest w -> s paths, plus the `extra_candidates` INA switches with
@@ -92,15 +92,15 @@ int64_t CountLpColumns(const JobCandidates& candidates);
 // options/paths. Flows toward a PS that is not among the candidates' PSs are ignored.
 void AddPlanToCandidates(const Network& network, const RoutedJob& plan, JobCandidates* candidates);
 
-// Symmetry reduction of the LP (issue 15: k=32 / 1024 workers). The job's workers behind one ToR
-// -- single-homed hosts on the same switch, not among the job's PSs, with a pair toward every PS --
-// are interchangeable for the LP: their candidates differ only in the first arc (each worker's own
-// access link), and that arc carries λ whatever the routing (Σ_s x_s λ). So the LP needs one
-// group of columns per (ToR, PS, option, path) instead of one per worker: BuildRoutingLp models
-// group g of m workers by columns R = Σ_w r_w (demand Σ R = m·x_s λ, coupling Σ_p R <= m·Σ_q y,
-// the access links as Σ R / m <= the smallest of the members' residuals, or against every
-// member's row when a member also works for another job of a joint LP; each stream's total
-// Σ_q y as one column of its own) and RoundChoice gives the members back their own (option,
+// Symmetry reduction of the LP (docs/routing.md section 7: k=32 / 1024 workers). The job's
+// workers behind one ToR -- single-homed hosts on the same switch, not among the job's PSs, with a
+// pair toward every PS -- are interchangeable for the LP: their candidates differ only in the first
+// arc (each worker's own access link), and that arc carries λ whatever the routing (Σ_s x_s λ). So
+// the LP needs one group of columns per (ToR, PS, option, path) instead of one per worker:
+// BuildRoutingLp models group g of m workers by columns R = Σ_w r_w (demand Σ R = m·x_s λ, coupling
+// Σ_p R <= m·Σ_q y, the access links as Σ R / m <= the smallest of the members' residuals, or
+// against every member's row when a member also works for another job of a joint LP; each stream's
+// total Σ_q y as one column of its own) and RoundChoice gives the members back their own (option,
 // path) by apportioning them in proportion to R. Exact: the
 // even split R / m of a grouped solution is a solution of the per-worker LP and the sum of a
 // per-worker solution one of the grouped LP, so both have the same optimum (the LP bound does

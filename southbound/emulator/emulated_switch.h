@@ -31,8 +31,8 @@
 //  - Read: the wildcards of the spec; results stream in ReadResponses of up to 1024 entities.
 //  - StreamChannel packet-out / digest ack / other: answered with a StreamError UNIMPLEMENTED.
 //
-// Optional deviations reproduce BMv2's simple_switch_grpc for client tests (DESIGN.md,
-// "Southbound facts"); they are off unless asked for.
+// Optional deviations reproduce BMv2's simple_switch_grpc for client tests (docs/southbound.md,
+// "Target deviations handled"); they are off unless asked for.
 //
 // Thread safety: all methods of EmulatedSwitch are safe from any thread. Inside, one absl::Mutex
 // guards the pipeline, the state and the arbitration tables; a Write batch holds it for the whole

@@ -1,7 +1,7 @@
 // A small client of etcd's v3 gRPC API (api/proto/etcd/, written from etcd's public protos): the
 // KV calls (Range, Txn) and the Lease calls (LeaseGrant, LeaseRevoke, one LeaseKeepAlive round
 // trip) that EtcdStorage and LeaderElection need. Generated protobuf types stay inside
-// storage/etcd/ (STYLE.md).
+// storage/etcd/ (docs/architecture.md, "Shape of a module").
 //
 // Endpoints. The client holds one channel per endpoint ("http://127.0.0.1:2379" or
 // "127.0.0.1:2379"; https is not supported) and uses one of them at a time. A call that fails

@@ -1,4 +1,4 @@
-// core/ports.h on etcd (issue 18, docs/ha.md): the replicated store of a cluster of controllers.
+// core/ports.h on etcd (docs/ha.md): the replicated store of a cluster of controllers.
 //
 // What lives where. The inputs of planning -- jobs, their idempotency keys, the topology (with
 // its link states) -- and the event log are in etcd, under `prefix`:

@@ -1,6 +1,6 @@
 -- INAC schema, version 2: the audit log of API writes, and the indexes that retention of finished
--- jobs needs (issue 14 item 7). Applied in one transaction by storage/sqlite_database.cc. Never
--- edit a released migration: add 003_*.sql instead.
+-- jobs needs (docs/storage.md "Retention"). Applied in one transaction by
+-- storage/sqlite_database.cc. Never edit a released migration: add 003_*.sql instead.
 
 -- One row per write request (POST, PUT, PATCH, DELETE) that passed authentication, with the
 -- status it was answered with. Never a token or a request body. AUTOINCREMENT keeps sequence

@@ -1,6 +1,7 @@
 // In-memory implementation of core/ports.h for unit tests of the scheduler-facing, southbound and
-// server code (fakes, not mocks: STYLE.md). Same semantics as SqliteStorage -- both pass
-// tests/storage/store_contract_test.cc -- except durability: everything is lost with the object.
+// server code (fakes, not mocks: docs/architecture.md "Tests"). Same semantics as SqliteStorage --
+// both pass tests/storage/store_contract_test.cc -- except durability: everything is lost with the
+// object.
 //
 // Thread safety: all methods may be called from any thread; one mutex guards all state, so every
 // write is atomic and ReadSnapshot is consistent.

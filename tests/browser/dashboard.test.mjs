@@ -1,4 +1,4 @@
-// The dashboard in a real browser (issue 19, docs/dashboard.md): Debian's chromium, headless,
+// The dashboard in a real browser (docs/dashboard.md): Debian's chromium, headless,
 // driven by playwright-core, against `inac serve --demo` (fat-tree k=4, 20 emulated P4Runtime
 // switches, 3 jobs) started with a viewer, an operator and an admin token, then against a
 // controller holding a fat-tree k=16 (320 switches). Screenshots of every view go to

@@ -1,4 +1,4 @@
-// Input limits (issue 14, item 5): strict JSON text (no repeated key, bounded nesting) and a bound
+// Input limits: strict JSON text (no repeated key, bounded nesting) and a bound
 // on every string, array and number of a topology or job spec, each refusal a Problem at the JSON
 // path of the offending value. Limits: core/validation.h, docs/formats.md "Limits".
 #include <gtest/gtest.h>
@@ -257,7 +257,7 @@ TEST(TopologyLimitsTest, IdCharacters) {
 }
 
 TEST(TopologyLimitsTest, TinyCapacityIsRefused) {
-  // The issue's example: a link of 1e-300 Gbps.
+  // core/validation.h's example: a link of 1e-300 Gbps.
   std::vector<Problem> problems;
   EXPECT_FALSE(ParseTopology(R"({"switches": [{"id": "s"}], "hosts": [{"id": "h"}],
                                  "links": [{"a": "h", "b": "s", "gbps": 1e-300}]})",
@@ -430,7 +430,7 @@ TEST(JobLimitsTest, StringBoundaries) {
 }
 
 TEST(JobLimitsTest, StringCharacters) {
-  // The issue's example: a 100,000-character tenant.
+  // An oversized string: a 100,000-character tenant.
   JobSpec s = GoodSpec();
   s.tenant = std::string(100000, 't');
   auto problems = ValidateJobSpec(s, nullptr, "");

@@ -180,8 +180,9 @@ TEST(DeriveSwitchIntentsTest, TwoShardsSplitTheJobsAggregators) {
   EXPECT_EQ(s1.jobs[1].upstream_address, NodeAddress(t, "w3"));
 }
 
-// The issue-12 finding: W1, W2 on S1; W3 and the PS on S2; all three aggregated at S1. W3's raw
-// chunks must travel S2 -> S1 while S1's aggregate travels S1 -> S2 -> PS: different keys.
+// The case that keys `ina_route` by packet class (docs/ina-pipeline.md, "Classes"): W1, W2 on S1;
+// W3 and the PS on S2; all three aggregated at S1. W3's raw chunks must travel S2 -> S1 while S1's
+// aggregate travels S1 -> S2 -> PS: different keys.
 TEST(DeriveSwitchIntentsTest, RawAndUpstreamTrafficAreKeyedApartAndResultsDoNotLoop) {
   Topology t = Small();
   Plan plan = OneJob();

@@ -1,5 +1,5 @@
-// Issue 18: high availability on etcd, with real processes on loopback -- a 3-member etcd cluster
-// (tests/ha/etcd_cluster.h, Debian's /usr/bin/etcd), 2-3 `inac serve` in cluster mode
+// High availability on etcd (docs/ha.md), with real processes on loopback -- a 3-member etcd
+// cluster (tests/ha/etcd_cluster.h, Debian's /usr/bin/etcd), 2-3 `inac serve` in cluster mode
 // (--cluster-endpoints, --node-id, --lease-ttl-s 3) and one `inac switch` per switch with its
 // write log (--write-log: every Write / SetForwardingPipelineConfig with its election id and
 // arbitration result). Skipped with a message when no etcd binary is installed. Every wait is
@@ -186,10 +186,10 @@ class HaTest : public ::testing::Test {
   SwitchReader reader_;
 };
 
-// Priority 1 of the issue: kill -9 of the leader during 200 concurrent submissions (8 client
-// threads, each request with its own Idempotency-Key; a client follows 503's leader and retries
-// on a refused connection, as a launcher would). Every submission ends acknowledged; every job
-// acknowledged (201, by the old leader or the new) is on the new leader with its spec; retrying
+// The first scenario of docs/ha.md "Tests": kill -9 of the leader during 200 concurrent submissions
+// (8 client threads, each request with its own Idempotency-Key; a client follows 503's leader and
+// retries on a refused connection, as a launcher would). Every submission ends acknowledged; every
+// job acknowledged (201, by the old leader or the new) is on the new leader with its spec; retrying
 // every key on the new leader creates nothing (200, same id: the keys are in etcd); exactly one
 // job per key; and the switches converge on the new leader's intents (read back over P4Runtime).
 TEST_F(HaTest, LeaderKilledDuringConcurrentSubmissionsFailsOverWithoutLossOrDuplicate) {

@@ -1,7 +1,7 @@
 // Where BMv2 simple_switch_grpc (behavioral-model 1.15.5 with PI, ../shared/peers) deviates
-// from the P4Runtime specification (DESIGN.md, "Southbound facts"), against a real process
-// (tests/interop/bmv2_fixture.h), and how INAC's southbound client copes. Where BMv2 and the
-// specification disagree, the assertions state what BMv2 really answers (the target wins).
+// from the P4Runtime specification (docs/southbound.md, "Target deviations handled"), against a
+// real process (tests/interop/bmv2_fixture.h), and how INAC's southbound client copes. Where BMv2
+// and the specification disagree, the assertions state what BMv2 really answers (the target wins).
 //
 // Skipped when simple_switch_grpc is not found (tests/interop/peers.h says where it looks).
 #include <gtest/gtest.h>

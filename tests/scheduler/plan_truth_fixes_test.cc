@@ -1,5 +1,5 @@
-// What the planner prints must be what the programmed switches carry (DESIGN.md "Truth over the
-// model"), for three things it got wrong:
+// What the planner prints must be what the programmed switches carry (docs/architecture.md
+// "Truth over the model"), for three things it got wrong:
 //  - a chain child (two-level ATP) that falls back to its PS for want of memory must send its
 //    workers' chunks all the way to the PS, through its parent, and the re-scoring must fail
 //    loudly rather than print the routing's pre-memory rates;

@@ -1,5 +1,6 @@
-// The baselines as their papers define them (issue 15): load-balanced path choice, two-level ATP,
-// ATP sharded over the job's PSs; and honest LP bounds when a solve stops on its time limit.
+// The baselines as their papers define them (docs/routing.md section 3): load-balanced path choice,
+// two-level ATP, ATP sharded over the job's PSs; and honest LP bounds when a solve stops on its
+// time limit.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -224,7 +225,7 @@ TEST(AtpTwoLevelTest, GridSettingAReachesTwelvePointFive) {
 }
 
 // What deploys plans (the planner of the controller and `inac plan`) plans two-level ATP since
-// the data plane's intents program chains (core::DeriveSwitchIntents, issue 15 item 3): the
+// the data plane's intents program chains (core::DeriveSwitchIntents): the
 // ToRs' streams end at the PS's ToR, which takes each as one input.
 TEST(AtpTwoLevelTest, ThePlannerDeploysTwoLevelAtp) {
   PlanningInput in = ThreeRacks(100);

@@ -150,7 +150,7 @@ TEST(RoutingPropertiesTest, RingJobsAreRefused) {
   EXPECT_EQ(PlanRouting("nope", in).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Issue 4's target (1): on instances small enough for CBC, GRID (as `inac plan` runs it: default
+// The target: on instances small enough for CBC, GRID (as `inac plan` runs it: default
 // rounds) reaches 95 % of the integral optimum. Fat-tree k=4, INA on the edge switches or a random
 // 30 %, switch capacities uniform in [100, 800] Gbps, 6..15 workers plus a PS (up to all 16
 // hosts). CBC must prove optimality on most instances within its 5 s limit, so that the check is

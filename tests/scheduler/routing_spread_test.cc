@@ -1,6 +1,6 @@
-// Spread candidates (issue 15, k=32 / 1024 workers): PathCache::GetDiverse's arc-diverse
-// minimum-hop paths, BuildCandidates(..., spread = true), TrimDetours, and the planner's choice
-// of spread candidates for large jobs (PlanningOptions::spread_min_columns).
+// Spread candidates (docs/routing.md section 7, k=32 / 1024 workers): PathCache::GetDiverse's
+// arc-diverse minimum-hop paths, BuildCandidates(..., spread = true), TrimDetours, and the
+// planner's choice of spread candidates for large jobs (PlanningOptions::spread_min_columns).
 #include <algorithm>
 #include <random>
 #include <set>

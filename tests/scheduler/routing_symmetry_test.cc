@@ -1,4 +1,5 @@
-// The speed-ups of issue 15 (k=32 / 1024 workers) must not change what they compute:
+// The speed-ups of docs/routing.md section 7 (k=32 / 1024 workers) must not change what they
+// compute:
 //  - the pruned Yen search (scheduler/model/paths.cc) returns the paths of a plain BFS Yen;
 //  - the LP with interchangeable workers grouped (GroupInterchangeablePairs) has the optimum of
 //    the per-worker LP, alone, with fixed shares, with a tighter access link, and jointly with a

@@ -67,7 +67,7 @@ TEST(TreesTest, ChainsPassTheSingleLevelOptimumOnGridsSetting) {
   auto chained = ChainedBound(**net, 0);
   ASSERT_TRUE(single.ok() && chained.ok());
   EXPECT_NEAR(single->gbps, 50, 1e-6);
-  EXPECT_GE(jp.rate_gbps, 1.4 * single->gbps);  // the target: >= 70 Gbps
+  EXPECT_GE(jp.rate_gbps, 1.4 * single->gbps);  // the target: >= 70 Gbps
   EXPECT_LE(jp.rate_gbps, chained->gbps * (1 + 1e-6));
   // Chains: some aggregator path ends at another switch.
   bool chain = false;

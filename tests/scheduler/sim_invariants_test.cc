@@ -1,6 +1,6 @@
-// Invariants of the simulator on random traces (issue 5): aggregators in use never exceed A_v,
-// every job completes, results are deterministic for a seed, and no_ina never beats esa on mean
-// JCT by more than 1 %.
+// Invariants of the simulator on random traces (docs/memory.md section 5): aggregators in use never
+// exceed A_v, every job completes, results are deterministic for a seed, and no_ina never beats esa
+// on mean JCT by more than 1 %.
 #include <gtest/gtest.h>
 
 #include "core/generators.h"

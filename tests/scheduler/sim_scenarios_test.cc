@@ -1,5 +1,5 @@
 // Hand-computed two-job scenarios on one switch whose memory holds exactly one window of the
-// policy (ALGORITHMS.md section 3; docs/memory.md "Worked example").
+// policy (docs/memory.md "Worked example").
 //
 // Timing: links 1 us, host turnaround 1.968 us, spread 1.984 us, so at 100 Gbps with 248 B
 // aggregators the ESA hold (1.984 us) needs exactly 100 aggregators and the ATP/SwitchML hold

@@ -1,4 +1,4 @@
-// What the API refuses before reading a body (issue 14, item 6): without tokens, a request whose
+// What the API refuses before reading a body: without tokens, a request whose
 // Host is not a loopback name (DNS rebinding) or whose Origin is another site's page is refused,
 // and bodies must be application/json (415 otherwise: a cross-site form or text/plain POST).
 #include <gtest/gtest.h>

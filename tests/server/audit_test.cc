@@ -1,7 +1,8 @@
 // The audit log of API writes and the retention of finished jobs in the running controller
-// (issue 14 item 7): every write that passed authentication is recorded with the token's name
-// and the final status, reads are not, refusals at admission are counted instead, GET /audit is
-// for admins only; finished jobs are pruned at start and by RunRetention with their events.
+// (docs/controller.md "Audit log and retention"): every write that passed authentication is
+// recorded with the token's name and the final status, reads are not, refusals at admission are
+// counted instead, GET /audit is for admins only; finished jobs are pruned at start and by
+// RunRetention with their events.
 #include <gtest/gtest.h>
 
 #include <atomic>

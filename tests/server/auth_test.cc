@@ -1,4 +1,4 @@
-// Auth (issue 7): bearer tokens from the configuration with roles admin / operator / viewer /
+// Auth: bearer tokens from the configuration with roles admin / operator / viewer /
 // worker, compared in constant time; with no token configured only loopback addresses may be
 // served. Also the configuration file's token and listen checks.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The bad-input suite (issue 7, "Errors"): malformed and hostile requests against a live server,
+// The bad-input suite: malformed and hostile requests against a live server,
 // each with the HTTP status and the error body's code (and field where there is one). After the
 // suite the server still answers /healthz.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Commands racing the control loop (issue 14, item 1): a command that lands between the loop's
+// Commands racing the control loop: a command that lands between the loop's
 // snapshot and its job-state updates affects its own job only, and after any amount of concurrent
 // submits, cancels, progress reports and link changes, one more pass leaves no job stuck and every
 // switch holding exactly the plan the API reports. The controller runs over the in-memory stores
@@ -217,7 +217,7 @@ namespace inac::server {
 namespace {
 
 // A fabric whose switches have no P4Runtime endpoint: jobs run on nothing INAC programmed, and
-// the job's running event says so (issue 14, item 8).
+// the job's running event says so.
 TEST(UnmanagedFabricTest, ARunningJobSaysNothingWasProgrammed) {
   storage::InMemoryStorage storage;
   testing::FakeFabric fabric;

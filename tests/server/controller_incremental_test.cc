@@ -1,4 +1,4 @@
-// Incremental planning in the controller (issue 15, item 6; docs/controller.md "Incremental
+// Incremental planning in the controller (docs/controller.md "Incremental
 // planning"): a change of the inputs is answered by an admission plan that moves nobody, then by
 // the background re-plan; a restart that finds an admission plan refines it; with
 // "incremental": false the loop plans as before. Sync() waits for the refinement (no timed

@@ -1,4 +1,4 @@
-// The dashboard's files (issue 19, server/web_assets.h): compiled into the binary, served at /
+// The dashboard's files (server/web_assets.h): compiled into the binary, served at /
 // and /ui/ without a token (they hold no data), with their media type, an ETag that revalidates
 // to 304, and a policy that keeps the page to its origin; the API still needs the token. Also
 // GET /whoami, which the page reads to show write actions only to roles that may use them, and

@@ -1,5 +1,5 @@
-// INA counters (issue 12, item 5): after reconciling a switch the controller reads the per-tag
-// counters of api/p4/ina.p4 (job_aggregated, job_fallback, job_preempted) through
+// INA counters (docs/controller.md "INA counters"): after reconciling a switch the controller reads
+// the per-tag counters of api/p4/ina.p4 (job_aggregated, job_fallback, job_preempted) through
 // SwitchClient::ReadCounters, at most once per `counters_period_ms` per switch, and serves the last
 // values in GET /jobs/{id} (`ina_counters`) and /metrics (`inac_ina_packets_total`). The switches
 // are FakeSwitchClients whose counter values the test sets; no timed assertions (Sync waits for a

@@ -1,4 +1,4 @@
-// InGo in the controller (issue 16, docs/batch-size.md): `algorithm: ingo` chooses the batch size
+// InGo in the controller (docs/batch-size.md): `algorithm: ingo` chooses the batch size
 // a worker reads from /config, progress reports carry the gradient statistics of the noise-scale
 // refit (validated), and a refit that changes the best batch re-plans with a `job_batch_size`
 // event. In-process server (tests/server/server_fixture.h), fake switches, port 0.

@@ -1,4 +1,4 @@
-// The OpenAPI contract (issue 7): api/openapi.yaml names exactly the routes the server registers.
+// The OpenAPI contract: api/openapi.yaml names exactly the routes the server registers.
 // The document side is parsed from the file (the `paths:` block: path keys indented two spaces,
 // operation keys four); the server side is HttpApi::routes(), the list the registration loop
 // itself fills. Then every documented (path, method) is requested on a live server and must not

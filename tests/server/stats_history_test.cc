@@ -1,4 +1,4 @@
-// The dashboard's history (issue 19, server/stats_history.h): buckets, eviction, the reported
+// The dashboard's history (server/stats_history.h): buckets, eviction, the reported
 // iteration time, the JSON shapes, and GET /api/v1/stats/... on a live server.
 #include "server/stats_history.h"
 

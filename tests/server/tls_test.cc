@@ -1,4 +1,4 @@
-// HTTPS (issue 14 item 7): the event-driven server over TLS (server/http_server.h,
+// HTTPS (docs/controller.md "TLS (HTTPS)"): the event-driven server over TLS (server/http_server.h,
 // server/tls_context.h) against the production client (ApiClient over https://, the CA of a
 // throwaway PKI from tests/fixtures/tls_certs.h) and raw OpenSSL clients for what ApiClient does
 // not do (pipelining, old protocol versions, ALPN, renegotiation); hostile clients (plain HTTP,

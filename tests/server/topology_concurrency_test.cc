@@ -1,4 +1,4 @@
-// Optimistic concurrency on the topology (issue 14, item 7): GET /topology returns the version as
+// Optimistic concurrency on the topology: GET /topology returns the version as
 // an ETag; PUT /topology and PATCH /links/{id} with If-Match write only when the topology is still
 // at that version, else 412 and nothing written. Two operators editing from the same read cannot
 // silently overwrite each other.

@@ -1,7 +1,7 @@
-// The store contract of core/ports.h for the audit log and the retention of finished jobs (issue
-// 14 item 7), run like store_contract_test.cc against InMemoryStorage, SqliteStorage on
-// ":memory:" and SqliteStorage on a temporary file; plus storage/retention.h's batched prune,
-// which both the controller and `inac db prune` run.
+// The store contract of core/ports.h for the audit log and the retention of finished jobs
+// (docs/storage.md "Retention"), run like store_contract_test.cc against InMemoryStorage,
+// SqliteStorage on ":memory:" and SqliteStorage on a temporary file; plus storage/retention.h's
+// batched prune, which both the controller and `inac db prune` run.
 #include <functional>
 #include <memory>
 #include <string>

@@ -1,9 +1,9 @@
-// Durability under SIGKILL (issue 3 "Done when"): a real child process (storage_crash_child)
-// submits jobs in a loop and prints each id only after its commit returned; the parent kills it
-// with SIGKILL at random moments (after a random number of acknowledgements plus a random jitter),
-// 30 rounds, reopening the file after each round and checking that
-// every printed id is present and that PRAGMA integrity_check says ok. No timing is asserted: the
-// random delays only choose where the kill lands.
+// Durability under SIGKILL (docs/storage.md "Durability"): a real child process
+// (storage_crash_child) submits jobs in a loop and prints each id only after its commit returned;
+// the parent kills it with SIGKILL at random moments (after a random number of acknowledgements
+// plus a random jitter), 30 rounds, reopening the file after each round and checking that every
+// printed id is present and that PRAGMA integrity_check says ok. No timing is asserted: the random
+// delays only choose where the kill lands.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>

@@ -1,8 +1,9 @@
-// Storage faults while the controller runs (issue 14, item 4): the database file deleted,
-// replaced, made read-only or corrupted under an open SqliteStorage. Every write then fails with
-// Unavailable (a server fault: the REST layer answers 503, never 2xx or 4xx) and writes nothing,
-// and Health() reports the fault. Also: the SQLite result-code mapping, the in-memory fake's
-// Health, and the cost of the per-write file check (recorded as test properties, never asserted).
+// Storage faults while the controller runs (docs/storage.md "Storage faults while running"): the
+// database file deleted, replaced, made read-only or corrupted under an open SqliteStorage. Every
+// write then fails with Unavailable (a server fault: the REST layer answers 503, never 2xx or 4xx)
+// and writes nothing, and Health() reports the fault. Also: the SQLite result-code mapping, the
+// in-memory fake's Health, and the cost of the per-write file check (recorded as test properties,
+// never asserted).
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sqlite3.h>
@@ -347,8 +348,8 @@ TEST(StorageFaultsTest, CorruptPageIsUnavailableNotAClientError) {
 }
 
 TEST(StorageFaultsTest, CorruptHeaderWhileRunningIsUnavailableNotAConflict) {
-  // Issue 14's "corrupted page answers 409": the first page overwritten while the controller
-  // runs made SQLite answer SQLITE_NOTADB, once mapped to FailedPrecondition.
+  // A corrupted page once answered 409: the first page overwritten while the controller runs
+  // made SQLite answer SQLITE_NOTADB, once mapped to FailedPrecondition.
   TempDir dir;
   std::string path = dir.File("inac.db");
   auto storage = SqliteStorage::Open(path);

@@ -1,5 +1,5 @@
-// The CLI's offline verbs as real `inac` processes: `inac sim` (issue 5, docs/memory.md section 6)
-// and `inac plan` (issue 4, docs/routing.md). Checks exit codes (0; 2 for bad input with every
+// The CLI's offline verbs as real `inac` processes: `inac sim` (docs/memory.md section 6)
+// and `inac plan` (docs/routing.md). Checks exit codes (0; 2 for bad input with every
 // problem on stderr), the JSON they print and the files they write. No controller, no switches.
 #include <filesystem>
 #include <fstream>

@@ -1,7 +1,7 @@
-// `inac db prune` and `inac db audit` as an operator runs them (issue 14 item 7): the real CLI
-// process on a database written the way a controller writes it; refused while a controller
-// (`inac serve`) holds the database; a dry run changes nothing; a real run removes the finished
-// jobs and audit entries older than the ages and nothing else.
+// `inac db prune` and `inac db audit` as an operator runs them (docs/storage.md "Maintenance
+// commands"): the real CLI process on a database written the way a controller writes it; refused
+// while a controller (`inac serve`) holds the database; a dry run changes nothing; a real run
+// removes the finished jobs and audit entries older than the ages and nothing else.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// `inac lab up|down` (issue 12 item 3, docs/lab.md) as real processes: network namespaces, veths
+// `inac lab up|down` (docs/lab.md) as real processes: network namespaces, veths
 // and BMv2 switches on this machine. Every lab lives in its own temporary folder, whose path
 // gives the lab its own name prefix, so the tests can run in parallel. The tests that create labs
 // are skipped, with the reason, when not root or when BMv2 (simple_switch_grpc) is not found;

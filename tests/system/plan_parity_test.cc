@@ -1,4 +1,4 @@
-// `inac plan` prints what the controller plans (issue 13): both call scheduler::ComputePlan with
+// `inac plan` prints what the controller plans: both call scheduler::ComputePlan with
 // the same defaults. A controller (no switches) gets a topology and two jobs; once it has planned
 // both, its plan (GET /plan) must equal `inac plan` on the same topology and jobs file, job by job:
 // shares, flows, aggregator paths, aggregator grants, evaluated rates, batch sizes, generations.

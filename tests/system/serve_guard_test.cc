@@ -1,4 +1,4 @@
-// Two controllers on one address (issue 14, item 2): a second `inac serve` on an address another
+// Two controllers on one address: a second `inac serve` on an address another
 // one listens on must fail with a clear message and exit 1, before its loop touches a switch
 // (cpp-httplib's SO_REUSEPORT let it start, and the kernel split clients between the two).
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@ TEST(ServeGuardTest, ASecondControllerOnATakenAddressExits1) {
   EXPECT_EQ(rest.Get("/healthz").status, 200);
 }
 
-// The "http" limits of the configuration file reach the running server (issue 14: limits are
+// The "http" limits of the configuration file reach the running server (limits are
 // configurable): with max_headers 8, a request with more header lines is refused 431.
 TEST(ServeGuardTest, TheConfigFilesHttpLimitsApply) {
   const std::string dir = MakeTempDir("serve-http-limits");
@@ -45,7 +45,7 @@ TEST(ServeGuardTest, TheConfigFilesHttpLimitsApply) {
   EXPECT_EQ(again.Get("/healthz").status, 200);
 }
 
-// SIGTERM with many jobs (issue 14, item 7: it took 5 s with 1,000 jobs, waiting for the solve in
+// SIGTERM with many jobs (it took 5 s with 1,000 jobs, waiting for the solve in
 // progress). The process now waits at most shutdown_grace_ms for the loop's current step and
 // then exits without it. Whichever way this run goes (between passes or inside a solve), it exits
 // 0, and a restart has every acknowledged job.

@@ -1,8 +1,8 @@
-// Storage faults under a real `inac serve` (issue 14, item 4): the database file deleted or
-// replaced while the controller runs. A job submission must then answer 503 with the JSON error
-// body (never 201: the job would be gone after a restart), and readiness must say 503.
-// No switches: the topology has no p4runtime endpoints (planning only), so readiness depends on
-// the storage alone.
+// Storage faults under a real `inac serve` (docs/storage.md "Storage faults while running"): the
+// database file deleted or replaced while the controller runs. A job submission must then answer
+// 503 with the JSON error body (never 201: the job would be gone after a restart), and readiness
+// must say 503. No switches: the topology has no p4runtime endpoints (planning only), so readiness
+// depends on the storage alone.
 #include <stdio.h>
 #include <unistd.h>
 

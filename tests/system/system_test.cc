@@ -228,8 +228,8 @@ int64_t EntryCount(const core::SwitchIntent& intent) {
 }
 
 // An emulated switch is killed (SIGKILL) and restarted empty on the same port: the controller
-// notices, pushes the pipeline again and re-inserts the switch's entries. The bound is the
-// issue's 5 s, with the controller's default settings (2 s timer); the content read back must
+// notices, pushes the pipeline again and re-inserts the switch's entries. The bound is
+// 5 s, with the controller's default settings (2 s timer); the content read back must
 // equal the switch's intent.
 TEST_F(SystemTest, RestartedSwitchGetsItsIntentBackWithinFiveSeconds) {
   ControllerProcess controller;

@@ -1,6 +1,6 @@
-// HTTPS end to end (issue 14 item 7): the real `inac serve --config` with "tls" and tokens on
-// 127.0.0.1, and the real CLI client (`inac job list --server https://...`) trusting the
-// throwaway CA with --ca-cert or $INAC_CA_CERT, failing verification without it; and the listen
+// HTTPS end to end (docs/controller.md "TLS (HTTPS)"): the real `inac serve --config` with "tls"
+// and tokens on 127.0.0.1, and the real CLI client (`inac job list --server https://...`) trusting
+// the throwaway CA with --ca-cert or $INAC_CA_CERT, failing verification without it; and the listen
 // rule at start: tokens on a non-loopback address without TLS exit with the fix named, before
 // anything is bound (no test binds a non-loopback address). Certificates:
 // tests/fixtures/tls_certs.h.
