@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: runs every benchmark executable under BUILD/bench and the CLI timing of
-# `inac topo generate fat-tree --k 32`. Each benchmark prints JSON lines; the README quotes them.
+# `inac topo generate fat-tree --k 32`. Each benchmark prints JSON lines; bench/RESULTS.md quotes them.
 set -euo pipefail
 BUILD=${1:-build}
 for b in "$BUILD"/bench/*_bench; do
