@@ -22,18 +22,14 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "core/json.h"
+#include "http/http1_reader.h"
 #include "server/tls_context.h"
 #include "spdlog/spdlog.h"
 
@@ -140,11 +136,6 @@ std::string Serialize(const httplib::Response& res, bool keep_alive) {
   return out;
 }
 
-bool IsTokenChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
-
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
 
 struct Parsed {
@@ -158,6 +149,22 @@ struct ParseError {
   const char* code;
   std::string message;
 };
+
+// The error body's code for a refusal of the request reader (http/http1_reader.h).
+const char* ReaderErrorCode(int status) {
+  switch (status) {
+    case 413:
+      return "payload_too_large";
+    case 414:
+      return "uri_too_long";
+    case 431:
+      return "request_header_fields_too_large";
+    case 501:
+      return "unimplemented";
+    default:
+      return "invalid_argument";  // 400, 505
+  }
+}
 
 // The outcome of one read or write on a connection (plain socket or TLS session).
 enum class Io { kDone, kWouldBlock, kClosed };
@@ -173,13 +180,10 @@ struct Conn {
   int local_port = 0;
 
   // Loop-thread state.
-  enum class Phase { kHead, kBody, kChunkSize, kChunkData, kChunkEnd, kTrailer };
-  Phase phase = Phase::kHead;
+  http::Http1Reader reader;  // the HTTP/1.1 framing of `in`
   std::string in;
   std::unique_ptr<Parsed> current;  // the request whose body is being read
-  size_t remaining = 0;             // body or chunk bytes still to read
-  size_t trailer_bytes = 0;
-  int64_t request_started_ms = 0;  // first byte of the request being read (0: none)
+  int64_t request_started_ms = 0;   // first byte of the request being read (0: none)
   int64_t last_activity_ms = 0;
   std::deque<std::unique_ptr<Parsed>> queue;  // complete, waiting for a handler
   bool busy = false;                          // one of its requests is with a handler
@@ -519,224 +523,98 @@ struct HttpServer::Impl {
     Dispatch(c);
   }
 
-  std::optional<ParseError> ParseHead(Conn& c, absl::string_view head, Parsed* p) {
-    std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
-    const absl::string_view line = lines[0];
-    if (line.size() > options.max_request_line_bytes) {
-      return ParseError{414, "uri_too_long", "request URI is too long"};
-    }
-    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
-    if (parts.size() != 3 || parts[0].empty() ||
-        !std::all_of(parts[0].begin(), parts[0].end(), IsTokenChar)) {
-      return ParseError{400, "invalid_argument", "malformed HTTP request line"};
-    }
-    if (parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0") {
-      if (absl::StartsWith(parts[2], "HTTP/")) {
-        return ParseError{505, "invalid_argument", "only HTTP/1.0 and HTTP/1.1 are served"};
-      }
-      return ParseError{400, "invalid_argument", "malformed HTTP request line"};
-    }
-    const absl::string_view target = parts[1];
-    if (target.empty() || target[0] != '/') {
-      return ParseError{400, "invalid_argument", "the request target must be a path"};
-    }
+  http::Http1Limits ReaderLimits() const {
+    http::Http1Limits limits;
+    limits.max_request_line_bytes = options.max_request_line_bytes;
+    limits.max_header_bytes = options.max_header_bytes;
+    limits.max_headers = options.max_headers;
+    limits.max_body_bytes = options.max_body_bytes;
+    return limits;
+  }
+
+  // The handlers' request for a head the reader read (its body comes with Complete).
+  std::unique_ptr<Parsed> HandlerRequest(const Conn& c, const http::Http1Request& head) {
+    auto p = std::make_unique<Parsed>();
     httplib::Request& req = p->req;
-    req.method = std::string(parts[0]);
-    req.version = std::string(parts[2]);
-    req.target = std::string(target);
-    const size_t q = target.find('?');
-    req.path = httplib::detail::decode_url(std::string(target.substr(0, q)), false);
-    if (q != absl::string_view::npos) {
-      httplib::detail::parse_query_text(std::string(target.substr(q + 1)), req.params);
+    req.method = head.method;
+    req.version = head.version;
+    req.target = head.target;
+    const size_t q = head.target.find('?');
+    req.path = httplib::detail::decode_url(head.target.substr(0, q), false);
+    if (q != std::string::npos) {
+      httplib::detail::parse_query_text(head.target.substr(q + 1), req.params);
     }
-    if (lines.size() - 1 > options.max_headers) {
-      return ParseError{431, "request_header_fields_too_large",
-                        absl::StrCat("more than ", options.max_headers, " header lines")};
-    }
-    for (size_t i = 1; i < lines.size(); ++i) {
-      absl::string_view h = lines[i];
-      const size_t colon = h.find(':');
-      if (colon == absl::string_view::npos || colon == 0 || h[0] == ' ' || h[0] == '\t' ||
-          !std::all_of(h.begin(), h.begin() + colon, IsTokenChar)) {
-        return ParseError{400, "invalid_argument", "malformed header line"};
-      }
-      absl::string_view value = absl::StripAsciiWhitespace(h.substr(colon + 1));
-      req.headers.emplace(std::string(h.substr(0, colon)), std::string(value));
-    }
+    for (const auto& [name, value] : head.headers) req.headers.emplace(name, value);
     req.remote_addr = c.remote_addr;
     req.remote_port = c.remote_port;
     req.local_addr = c.local_addr;
     req.local_port = c.local_port;
-    const std::string connection = absl::AsciiStrToLower(req.get_header_value("Connection"));
-    p->keep_alive = req.version == "HTTP/1.1" ? !absl::StrContains(connection, "close")
-                                              : absl::StrContains(connection, "keep-alive");
-    return std::nullopt;
+    p->keep_alive = head.keep_alive;
+    return p;
   }
 
   // Parses as many requests out of c.in as it holds.
   void Parse(const std::shared_ptr<Conn>& c) {
-    using Phase = Conn::Phase;
     while (!c->read_stopped) {
       if (c->queue.size() >= options.max_pipelined) break;
-      if (c->phase == Phase::kHead) {
-        // A client may send empty lines between requests (RFC 9112 section 2.2).
-        while (absl::StartsWith(c->in, "\r\n")) c->in.erase(0, 2);
-        if (c->in.empty()) {
-          c->request_started_ms = 0;
-          break;
-        }
-        if (c->request_started_ms == 0) c->request_started_ms = NowMs();
-        const size_t end = c->in.find("\r\n\r\n");
-        if (end == std::string::npos) {
-          const size_t eol = c->in.find("\r\n");
-          if ((eol == std::string::npos ? c->in.size() : eol) > options.max_request_line_bytes) {
-            return Fail(c, {414, "uri_too_long", "request URI is too long"});
-          }
-          if (c->in.size() > options.max_header_bytes) {
-            return Fail(c, {431, "request_header_fields_too_large",
-                            absl::StrCat("request headers are larger than ",
-                                         options.max_header_bytes, " bytes")});
-          }
-          break;
-        }
-        if (end + 4 > options.max_header_bytes) {
-          return Fail(c, {431, "request_header_fields_too_large",
-                          absl::StrCat("request headers are larger than ", options.max_header_bytes,
-                                       " bytes")});
-        }
-        auto p = std::make_unique<Parsed>();
-        auto error = ParseHead(*c, absl::string_view(c->in).substr(0, end), p.get());
-        c->in.erase(0, end + 4);
-        if (error) return Fail(c, *error);
-        httplib::Request& req = p->req;
-        const bool has_te = req.has_header("Transfer-Encoding");
-        const size_t lengths = req.get_header_value_count("Content-Length");
-        if (has_te) {
-          if (lengths > 0) {
-            return Fail(
-                c, {400, "invalid_argument", "both Transfer-Encoding and Content-Length are set"});
-          }
-          if (!absl::EqualsIgnoreCase(req.get_header_value("Transfer-Encoding"), "chunked")) {
-            return Fail(c, {501, "unimplemented", "only the chunked transfer coding is served"});
-          }
-          c->phase = Phase::kChunkSize;
-        } else if (lengths > 0) {
-          uint64_t n = 0;
-          const std::string v = req.get_header_value("Content-Length");
-          for (size_t i = 1; i < lengths; ++i) {
-            if (req.get_header_value("Content-Length", i) != v) {
-              return Fail(c, {400, "invalid_argument", "conflicting Content-Length headers"});
-            }
-          }
-          if (v.empty() || !std::all_of(v.begin(), v.end(), absl::ascii_isdigit) ||
-              !absl::SimpleAtoi(v, &n)) {
-            return Fail(c, {400, "invalid_argument", "malformed Content-Length"});
-          }
-          if (n > options.max_body_bytes) {
-            return Fail(c, {413, "payload_too_large",
-                            absl::StrCat("request body is larger than ", options.max_body_bytes,
-                                         " bytes")});
-          }
-          c->remaining = n;
-          c->phase = n > 0 ? Phase::kBody : Phase::kHead;
-        }
-        if (head_check) {
-          httplib::Response refusal;
-          bool admitted = false;
-          try {
-            admitted = head_check(req, refusal);
-          } catch (const std::exception& e) {
-            spdlog::error("event=http_exception error=\"{}\"", e.what());
-            refusal = httplib::Response();
-            refusal.status = 500;
-          }
-          if (!admitted) {
-            c->phase = Phase::kHead;
-            c->read_stopped = true;
-            c->linger = true;
-            c->in.clear();
-            c->pending_error = Serialize(refusal, /*keep_alive=*/false);
-            Dispatch(c);
-            return;
+      size_t consumed = 0;
+      const http::Http1Event event = c->reader.Read(c->in, &consumed);
+      c->in.erase(0, consumed);
+      if (event == http::Http1Event::kNeedMore) {
+        if (c->reader.reading_head()) {
+          // The header timeout runs from the first byte of a request (empty lines excepted).
+          if (c->in.empty()) {
+            c->request_started_ms = 0;
+          } else if (c->request_started_ms == 0) {
+            c->request_started_ms = NowMs();
           }
         }
-        if (c->phase != Phase::kHead &&
-            absl::EqualsIgnoreCase(req.get_header_value("Expect"), "100-continue")) {
-          std::lock_guard<std::mutex> lock(c->mu);
-          c->out += "HTTP/1.1 100 Continue\r\n\r\n";
-        }
-        c->current = std::move(p);
-        if (c->phase == Phase::kHead) Complete(c);
-        continue;
-      }
-      if (c->phase == Phase::kBody || c->phase == Phase::kChunkData) {
-        if (c->in.empty()) break;
-        const size_t take = std::min(c->remaining, c->in.size());
-        c->current->req.body.append(c->in, 0, take);
-        c->in.erase(0, take);
-        c->remaining -= take;
-        if (c->remaining > 0) break;
-        if (c->phase == Phase::kBody) {
-          Complete(c);
-        } else {
-          c->phase = Phase::kChunkEnd;
-        }
-        continue;
-      }
-      if (c->phase == Phase::kChunkEnd) {
-        if (c->in.size() < 2) break;
-        if (c->in.compare(0, 2, "\r\n") != 0) {
-          return Fail(c, {400, "invalid_argument", "malformed chunked body"});
-        }
-        c->in.erase(0, 2);
-        c->phase = Phase::kChunkSize;
-        continue;
-      }
-      // kChunkSize, kTrailer: one line each.
-      const size_t eol = c->in.find("\r\n");
-      if (eol == std::string::npos) {
-        if (c->in.size() > 1024) return Fail(c, {400, "invalid_argument", "malformed chunk"});
         break;
       }
-      std::string line = c->in.substr(0, eol);
-      c->in.erase(0, eol + 2);
-      if (c->phase == Phase::kTrailer) {
-        if (line.empty()) {
-          Complete(c);
-          continue;
-        }
-        c->trailer_bytes += line.size() + 2;
-        if (c->trailer_bytes > options.max_header_bytes) {
-          return Fail(c, {431, "request_header_fields_too_large", "chunked trailer too large"});
-        }
+      if (event == http::Http1Event::kError) {
+        const http::Http1Error& e = c->reader.error();
+        return Fail(c, {e.status, ReaderErrorCode(e.status), e.message});
+      }
+      if (event == http::Http1Event::kRequest) {
+        Complete(c);
         continue;
       }
-      const std::string size_text(absl::StripAsciiWhitespace(line.substr(0, line.find(';'))));
-      uint64_t size = 0;
-      if (size_text.empty() || size_text.size() > 15 ||
-          !std::all_of(size_text.begin(), size_text.end(), absl::ascii_isxdigit) ||
-          !absl::SimpleHexAtoi(size_text, &size)) {
-        return Fail(c, {400, "invalid_argument", "malformed chunk size"});
+      // kHead: admitted or refused before its body is read.
+      if (c->request_started_ms == 0) c->request_started_ms = NowMs();
+      const http::Http1Request& head = c->reader.request();
+      std::unique_ptr<Parsed> p = HandlerRequest(*c, head);
+      if (head_check) {
+        httplib::Response refusal;
+        bool admitted = false;
+        try {
+          admitted = head_check(p->req, refusal);
+        } catch (const std::exception& e) {
+          spdlog::error("event=http_exception error=\"{}\"", e.what());
+          refusal = httplib::Response();
+          refusal.status = 500;
+        }
+        if (!admitted) {
+          c->reader.Reset();
+          c->read_stopped = true;
+          c->linger = true;
+          c->in.clear();
+          c->pending_error = Serialize(refusal, /*keep_alive=*/false);
+          Dispatch(c);
+          return;
+        }
       }
-      if (size == 0) {
-        c->phase = Phase::kTrailer;
-        c->trailer_bytes = 0;
-        continue;
+      if (head.expect_continue) {
+        std::lock_guard<std::mutex> lock(c->mu);
+        c->out += "HTTP/1.1 100 Continue\r\n\r\n";
       }
-      if (c->current->req.body.size() + size > options.max_body_bytes) {
-        return Fail(
-            c, {413, "payload_too_large",
-                absl::StrCat("request body is larger than ", options.max_body_bytes, " bytes")});
-      }
-      c->remaining = size;
-      c->phase = Phase::kChunkData;
+      c->current = std::move(p);
     }
     UpdateInterest(*c, !c->out.empty());
   }
 
   void Complete(const std::shared_ptr<Conn>& c) {
     std::unique_ptr<Parsed> p = std::move(c->current);
-    c->phase = Conn::Phase::kHead;
+    p->req.body = c->reader.TakeRequest().body;
     c->request_started_ms = 0;
     if (!p->keep_alive) {
       // Nothing after a request that closes the connection is read.
@@ -770,9 +648,10 @@ struct HttpServer::Impl {
     if (eof) {
       c->read_stopped = true;
       c->close_after = true;
-      if (c->phase != Conn::Phase::kHead || !c->in.empty()) {
+      if (!c->reader.reading_head() || !c->in.empty()) {
         c->in.clear();  // an incomplete request: nothing to answer
         c->current.reset();
+        c->reader.Reset();
       }
       Flush(c);
     }
@@ -830,6 +709,7 @@ struct HttpServer::Impl {
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       auto c = std::make_shared<Conn>();
+      c->reader = http::Http1Reader(ReaderLimits());
       c->fd = fd;
       c->id = next_id++;
       c->remote_addr = remote;
@@ -898,7 +778,7 @@ struct HttpServer::Impl {
       if (c->write_blocked_ms != 0 && now - c->write_blocked_ms > options.write_timeout_ms) {
         stuck.push_back(c);
       } else if (c->request_started_ms != 0 && !c->read_stopped) {
-        const int64_t limit = c->phase == Conn::Phase::kHead
+        const int64_t limit = c->reader.reading_head()
                                   ? options.header_timeout_ms
                                   : options.header_timeout_ms + options.body_timeout_ms;
         if (now - c->request_started_ms > limit) expired.push_back(c);
@@ -920,8 +800,8 @@ struct HttpServer::Impl {
     for (auto& c : expired) {
       timed_out++;
       Fail(c, {408, "request_timeout",
-               c->phase == Conn::Phase::kHead ? "the request headers did not arrive in time"
-                                              : "the request body did not arrive in time"});
+               c->reader.reading_head() ? "the request headers did not arrive in time"
+                                        : "the request body did not arrive in time"});
     }
     for (auto& c : idle) {
       c->close_after = true;

@@ -1,9 +1,12 @@
 // An event-driven HTTP/1.1 server for INAC's API: one epoll thread owns every connection (accept,
 // read, parse, write, timeouts) and a fixed pool of handler threads runs complete requests. It
 // replaces cpp-httplib's thread-per-connection server, which a few idle or slow clients could
-// stall (issue 14): here an open connection costs a buffer, never a thread, so idle keep-alive
-// clients, slowloris clients and event streams cannot starve the API. Requests and responses are
+// stall: here an open connection costs a buffer, never a thread, so idle keep-alive clients,
+// slowloris clients and event streams cannot starve the API. Requests and responses are
 // cpp-httplib's types (httplib::Request, httplib::Response), so the REST resources are unchanged.
+// The HTTP/1.1 framing (request line, headers, Content-Length and chunked bodies, the
+// request-smuggling defences) is http/http1_reader.h's; this server feeds it each connection's
+// bytes and owns the rest: sockets, TLS, timeouts, pipelining, the handler pool.
 //
 // What it guarantees (docs/controller.md "Limits and guarantees"):
 //   - connections: at most `max_connections` open, at most `max_connections_per_client` from one
