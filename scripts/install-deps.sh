@@ -16,6 +16,7 @@ PACKAGES=(
   prometheus-cpp-dev
   libssl-dev
   clang-format
+  clang libfuzzer-14-dev libclang-rt-14-dev
   curl
   etcd-server etcd-client
   chromium
