@@ -95,8 +95,9 @@ enum class Http1Event {
   kError,     // refused: error(); the connection is answered and closed
 };
 
-// The incremental reader a connection keeps: each byte is looked at once, however the request
-// arrives (no re-parsing of a growing buffer).
+// The incremental reader a connection keeps: body bytes are taken as they arrive and looked at
+// once; only an incomplete head or chunk line is searched again for its end when more bytes come
+// (bounded by `max_header_bytes` and `max_chunk_line_bytes`).
 class Http1Reader {
  public:
   explicit Http1Reader(Http1Limits limits = {});
@@ -114,10 +115,12 @@ class Http1Reader {
   bool reading_head() const { return phase_ == Phase::kHead; }
   // The request being read: its head once kHead was returned; its body grows until kRequest.
   const Http1Request& request() const { return request_; }
-  // The complete request (after kRequest); the reader then awaits the next request.
+  // The complete request (after kRequest); the reader then awaits the next request (a Read
+  // without TakeRequest drops it).
   Http1Request TakeRequest();
   const Http1Error& error() const { return error_; }
-  // Drops the request in progress and awaits a head again (a refused head, a connection cut).
+  // Drops the request in progress and awaits a head again (a refused head, a connection cut). A
+  // refusal is final: Reset does not undo it.
   void Reset();
 
  private:
