@@ -25,10 +25,9 @@ struct Sum {
   size_t n = 0;
   std::array<uint32_t, kLanes> sum{};
   uint32_t slot = 0;
-  size_t view = 0;     // the tag value of the first packet counted
-  bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
-  int64_t opened_us = 0;
-  int64_t touched_us = 0;
+  size_t view = 0;         // the tag value of the first packet counted
+  bool mixed = false;      // packets of several tag values counted (a re-plan during the chunk)
+  int64_t touched_us = 0;  // the last packet for the chunk
 };
 
 struct Kept {
@@ -242,20 +241,20 @@ class ServingPs {
       made.slot = packet->slot;
       made.view = view_index;
       made.mixed = false;
-      made.opened_us = now;
+      made.touched_us = now;
     }
     Sum& acc = pool_[open_at->second];
-    if (!retransmit && raw_member >= 0 && acc.counted[static_cast<size_t>(raw_member)] != 0 &&
-        now - acc.opened_us > serve_.restart_after_ms * 1000) {
-      // A member's first copy of a chunk it was counted in long ago: a partial sum left by an
-      // all-reduce of earlier sessions that failed. Start the chunk again (members still
-      // waiting for an older sum, if any, retransmit into the new one).
+    if (!fresh && !retransmit && now - acc.touched_us > serve_.restart_after_ms * 1000) {
+      // A first copy into a sum no packet touched for restart_after_ms: its members gave up on
+      // it (an all-reduce of earlier sessions that failed; members still waiting for a sum
+      // retransmit it at least every second). Whoever sends it now belongs to a new session:
+      // start the chunk again. Wrongly taken for stale, a live sum only costs its members one
+      // more retransmission.
       acc.counted.assign(members_.size(), 0);
       acc.n = 0;
       acc.slot = packet->slot;
       acc.view = view_index;
       acc.mixed = false;
-      acc.opened_us = now;
       ++report_.stale_restarted;
     }
     acc.touched_us = now;

@@ -17,9 +17,11 @@
 //  - A new session of the job (its members reopened: chunk numbers start again) is told by a
 //    first copy (no RETRANSMIT) of a chunk that was completed more than restart_after_ms ago (a
 //    copy the network delayed or duplicated arrives well within that): everything kept is
-//    forgotten and the restart counted in `sessions`. Likewise a member's first copy of a chunk
-//    whose open sum counted that member more than restart_after_ms ago (an all-reduce of the
-//    earlier sessions that failed) starts the sum again (`stale_restarted`). Hence a limit: the
+//    forgotten and the restart counted in `sessions`. Likewise a first copy into an open sum that
+//    no packet touched for restart_after_ms (an all-reduce of earlier sessions that failed: its
+//    members gave up, while members waiting for a live sum retransmit at least every second)
+//    starts the sum again (`stale_restarted`); a live sum taken for stale only costs its
+//    members one more retransmission. Hence a limit: the
 //    members of a job hold one session each at a time, and reopen no sooner than restart_after_ms
 //    after the last all-reduce of the previous ones (a training process restarts far slower);
 //    sooner, a retransmission could be answered with the old session's result.

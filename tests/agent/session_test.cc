@@ -81,14 +81,18 @@ JobConfig TwoPsConfig(int members, int b) {
 }
 
 // Every member all-reduces `sizes` in order in one session; the sums are checked.
+// Member m starts start_delay_ms[m] after the others (if given).
 void RunSessions(const JobConfig& config, uint16_t port, const std::vector<int64_t>& sizes,
-                 double drop_percent, int round) {
+                 double drop_percent, int round, const std::vector<int>& start_delay_ms = {}) {
   const int members = static_cast<int>(config.tags[0].members.size());
   std::vector<absl::Status> status(members);
   std::vector<std::vector<std::vector<int32_t>>> got(members);
   std::vector<std::thread> threads;
   for (int m = 0; m < members; ++m) {
     threads.emplace_back([&, m] {
+      if (static_cast<size_t>(m) < start_delay_ms.size()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(start_delay_ms[m]));
+      }
       WorkerOptions o;
       o.worker = config.tags[0].members[m].worker;
       o.give_up_ms = 20000;
@@ -206,7 +210,9 @@ TEST(SessionTest, PartialSumsOfAFailedSessionDoNotPoisonTheNext) {
     ASSERT_FALSE((*session)->AllReduce(buf.data(), 1000, nullptr).ok());
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-  RunSessions(config, port, {1000, 1000}, 0, 2);  // the same chunk numbers, exact
+  // The same chunk numbers, exact: w1 (whom the stale sums lack) first, w0 (whom they count)
+  // 300 ms later.
+  RunSessions(config, port, {1000, 1000}, 0, 2, {300, 0});
   int64_t restarted = 0;
   for (const auto& r : pss.Stop()) {
     ASSERT_TRUE(r.ok()) << r.status();
