@@ -113,8 +113,11 @@ TEST_F(DataplaneTest, TwoJobsBeyondTheirGrantsPreemptAndStayExact) {
   ASSERT_GT(granted, 0);
   ASSERT_LE(granted, kPool);
   // Every worker runs the whole pool's worth of chunks at once: twice what both grants add up to
-  // at most, so the two jobs' slots overlap.
-  const std::vector<std::string> args = {"--size", "262144", "--window", absl::StrCat(kPool)};
+  // at most, so the two jobs' slots overlap. Without congestion control, so that the whole window
+  // is out at once from the start (a congestion window that starts at 8 chunks keeps each job's
+  // chunks in a few slots, and the two jobs then rarely meet in one).
+  const std::vector<std::string> args = {"--size", "262144", "--window", absl::StrCat(kPool),
+                                         "--no-congestion-control"};
   const std::vector<std::string> ps_args = {"--size", "262144"};
   // Whether the two runs' chunks meet in a slot while one holds a partial aggregate depends on
   // how the agents' processes are scheduled; on a loaded machine a run can miss it (seen on CI
