@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # docs/architecture.md's layers, checked on the includes of every tracked source of the production
 # layers (ctest `layering`): core/ includes nothing of ours but core/; scheduler/, storage/ and
-# southbound/ only core/ and themselves (never each other); agent/ only core/ and itself; http/
-# (generic HTTP/1.1 framing) only itself; nothing but server/ (and tests, benchmarks) includes
-# server/. Prints every violation as
+# southbound/ only core/ and themselves (never each other); agent/ only core/ and itself;
+# nothing but server/ (and tests, benchmarks) includes server/. Prints every violation as
 # FILE:LINE: #include "X" (LAYER may not include OTHER) and exits 1 if there is any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,12 +12,11 @@ declare -A allowed=(
   [storage]="core storage"
   [southbound]="core southbound"
   [agent]="core agent"
-  [http]="http"
 )
-layers="core http scheduler storage southbound agent server"
+layers="core scheduler storage southbound agent server"
 violations=0
-files=$(git ls-files 'core/*' 'http/*' 'scheduler/*' 'storage/*' 'southbound/*' 'agent/*' \
-          2>/dev/null || find core http scheduler storage southbound agent -type f)
+files=$(git ls-files 'core/*' 'scheduler/*' 'storage/*' 'southbound/*' 'agent/*' 2>/dev/null ||
+        find core scheduler storage southbound agent -type f)
 for f in $files; do
   case "$f" in *.cc|*.h) ;; *) continue ;; esac
   layer=${f%%/*}

@@ -29,7 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/json.h"
-#include "http/http1_reader.h"
+#include "server/http1_reader.h"
 #include "server/tls_context.h"
 #include "spdlog/spdlog.h"
 
@@ -150,7 +150,7 @@ struct ParseError {
   std::string message;
 };
 
-// The error body's code for a refusal of the request reader (http/http1_reader.h).
+// The error body's code for a refusal of the request reader (server/http1_reader.h).
 const char* ReaderErrorCode(int status) {
   switch (status) {
     case 413:

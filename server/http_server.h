@@ -5,7 +5,7 @@
 // slowloris clients and event streams cannot starve the API. Requests and responses are
 // cpp-httplib's types (httplib::Request, httplib::Response), so the REST resources are unchanged.
 // The HTTP/1.1 framing (request line, headers, Content-Length and chunked bodies, the
-// request-smuggling defences) is http/http1_reader.h's; this server feeds it each connection's
+// request-smuggling defences) is server/http1_reader.h's; this server feeds it each connection's
 // bytes and owns the rest: sockets, TLS, timeouts, pipelining, the handler pool.
 //
 // What it guarantees (docs/controller.md "Limits and guarantees"):

@@ -1,4 +1,4 @@
-#include "http/http1_reader.h"
+#include "server/http1_reader.h"
 
 #include <algorithm>
 #include <cstring>
