@@ -19,7 +19,7 @@
 #include "agent/clock.h"
 #include "agent/layout.h"
 #include "agent/packet.h"
-#include "agent/tag_view.h"
+#include "agent/ps_accounting.h"
 #include "agent/worker.h"
 #include "core/topology.h"
 
@@ -33,15 +33,6 @@ void SleepUs(int64_t us) {
 }
 constexpr int64_t kMaxLingerFactor = 10;
 
-struct Accumulator {
-  absl::InlinedVector<uint8_t, 32> counted;  // per member (canonical index)
-  size_t n = 0;
-  std::array<uint32_t, kLanes> sum{};
-  uint32_t slot = 0;
-  size_t view = 0;     // the tag value (Ps::views_) of the first packet counted
-  bool mixed = false;  // packets of several tag values counted (a re-plan during the chunk)
-};
-
 // The PS's shard of the gradient: the gradient chunks [first, first + chunks) of every
 // configuration (agent::CheckContinuation). Everything is kept per (iteration, gradient chunk),
 // key = iteration * chunks + (g - first), whatever tags carry the chunks.
@@ -49,11 +40,7 @@ struct Shard {
   int64_t first = 0;
   int64_t chunks = 0;
   std::vector<bool> complete;  // per key
-  // The chunks with data but no result yet: key -> index into `pool` (accumulators are reused,
-  // so a chunk costs no allocation and the map's slots stay small).
-  absl::flat_hash_map<int64_t, uint32_t> open;
-  std::vector<Accumulator> pool;
-  std::vector<uint32_t> free;
+  SumPool open;                // the chunks with data but no result yet, by key
   // Recent results, per tag value they were first sent under: a ring of that tag's last `keep`
   // results (the oldest overwritten first), and where each key's result is. Each tag keeps its
   // own, so a tag that runs ahead never pushes out the results of a slower one, whose workers may
@@ -483,74 +470,36 @@ class Ps {
     std::vector<int>& members = members_scratch_;
     int raw_member = -1;
     std::string violation;
-    switch (ReadContributors(view, d.source, *packet, &members, &violation)) {
-      case Contributors::kMember:
-        ++c.raw;
-        raw_member = members[0];
-        break;
-      case Contributors::kAggregator:
+    switch (CountContributors(view, d.source, *packet, &members, &raw_member, &violation, &c)) {
       case Contributors::kViolation:
-        if (packet->flags & kFlagAggregate) {
-          ++c.aggregate;
-        } else {
-          ++c.fallback;
-        }
-        if (!violation.empty()) return Violation(absl::StrCat(what(), violation));
-        break;
+        return Violation(absl::StrCat(what(), violation));
       case Contributors::kUnknownSource:
-        ++c.unknown_source;
         return false;
+      default:
+        break;
     }
-    if (static_cast<size_t>(packet->count) != members.size()) ++c.count_mismatch;
 
     if (shard_.complete[static_cast<size_t>(key)]) {
       ++c.duplicate;
       if (retransmit) Resend(key, raw_member);
       return true;
     }
-    auto [open_at, fresh] = shard_.open.try_emplace(key, 0);
-    if (fresh) {
-      if (shard_.free.empty()) {
-        shard_.free.push_back(static_cast<uint32_t>(shard_.pool.size()));
-        shard_.pool.emplace_back();
-      }
-      open_at->second = shard_.free.back();
-      shard_.free.pop_back();
-      Accumulator& made = shard_.pool[open_at->second];
-      made.counted.assign(members_.size(), 0);
-      made.n = 0;
-      made.slot = packet->slot;
-      made.view = view_index;
-      made.mixed = false;
-    }
-    Accumulator& acc = shard_.pool[open_at->second];
-    acc.mixed |= acc.view != view_index;
+    auto [acc, fresh] = shard_.open.Open(key);
+    if (fresh) acc->Start(members_.size(), packet->slot, view_index, now);
     size_t seen = 0;
-    for (int m : members) seen += acc.counted[static_cast<size_t>(m)];
-    if (seen == members.size()) {
-      ++c.duplicate;
-      return true;
+    switch (AddToSum(*acc, members, view_index, d.payload, &seen)) {
+      case SumOutcome::kDuplicate:
+        ++c.duplicate;
+        return true;
+      case SumOutcome::kReplanOverlap:
+        ++c.replan_overlap;
+        return true;
+      case SumOutcome::kPartialOverlap:
+        return Violation(absl::StrCat(what(), ": overlaps the chunk's counted workers partly (",
+                                      seen, " of its ", members.size(), " already counted)"));
+      case SumOutcome::kAdded:
+        break;
     }
-    if (seen > 0 && acc.mixed) {
-      // A sum of the new plan's aggregation that holds workers already counted from packets of
-      // the old plan: expected once per chunk in flight across a re-plan; the workers'
-      // retransmissions bring the rest one by one.
-      ++c.replan_overlap;
-      return true;
-    }
-    if (seen > 0) {
-      return Violation(absl::StrCat(what(), ": overlaps the chunk's counted workers partly (", seen,
-                                    " of its ", members.size(), " already counted)"));
-    }
-    for (int m : members) acc.counted[static_cast<size_t>(m)] = 1;
-    if (acc.n == 0) {
-      // The first data of the chunk: stored, not added (a reused accumulator holds old sums).
-      LoadWireLanes(d.payload.data() + kHeaderBytes, kLanes,
-                    reinterpret_cast<int32_t*>(acc.sum.data()));
-    } else {
-      AddWireLanes(d.payload.data() + kHeaderBytes, kLanes, acc.sum.data());
-    }
-    acc.n += members.size();
     const int64_t contributed = static_cast<int64_t>(members.size());
     c.contributions += contributed;
     prog.contributions += contributed;
@@ -559,14 +508,12 @@ class Ps {
       prog.in_network += contributed;
     }
     // Every member of the chunk's tag counted (the same members in every configuration).
-    if (acc.n == OwnerTag(g).members.size()) Complete(key, now);
+    if (acc->n == OwnerTag(g).members.size()) Complete(key, now);
     return true;
   }
 
   void Complete(int64_t key, int64_t now) {
-    auto open_at = shard_.open.find(key);
-    const uint32_t index = open_at->second;
-    Accumulator& acc = shard_.pool[index];
+    const PartialSum& acc = *shard_.open.Find(key);
     const int64_t it = key / shard_.chunks;
     const int64_t g = shard_.first + key % shard_.chunks;
     const JobConfig::Tag& owner = OwnerTag(g);
@@ -582,8 +529,7 @@ class Ps {
     r.reserved = 0;
     r.bitmap = 0;
     for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
-    shard_.open.erase(open_at);
-    shard_.free.push_back(index);
+    shard_.open.Close(key);
     shard_.complete[static_cast<size_t>(key)] = true;
     if (options_.reduce) {
       // Rina's agent: the result waits for the iteration's reduction (ReduceReady).
@@ -735,30 +681,8 @@ class Ps {
   // To the members of `t` (r's tag in the latest configuration); `only_member` >= 0 (a canonical
   // index, unicast mode): that member alone.
   void SendResult(const JobConfig::Tag& t, const InaPacket& r, int only_member) {
-    // Encoded straight into the socket's batch.
-    auto queue_to = [&](uint32_t address) {
-      (void)EncodePacketInto(r, socket_->QueueInPlace(address, options_.socket.port, kPacketBytes));
-    };
-    if (!options_.unicast_results) {
-      // The switches replicate it to every member (any member's address routes it there): the
-      // first member of the first configuration, whatever the plan.
-      queue_to(members_.front().address);
-      return;
-    }
-    if (only_member >= 0) {
-      queue_to(members_[static_cast<size_t>(only_member)].address);
-      return;
-    }
-    bool first = true;
-    for (const auto& m : t.members) {
-      // One copy of the bytes for every member: each further member's datagram points at it.
-      if (first) {
-        queue_to(m.address);
-      } else {
-        (void)socket_->QueueCopy(m.address, options_.socket.port);
-      }
-      first = false;
-    }
+    QueueResult(*socket_, options_.socket.port, options_.unicast_results, members_, t, r,
+                only_member);
   }
 
   void Resend(int64_t key, int raw_member) {

@@ -12,23 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "agent/clock.h"
 #include "agent/packet.h"
-#include "agent/tag_view.h"
+#include "agent/ps_accounting.h"
 #include "core/topology.h"
 
 namespace inac::agent {
 namespace {
 
 constexpr size_t kMaxLoggedViolations = 100;
-
-struct Sum {
-  absl::InlinedVector<uint8_t, 32> counted;  // per member (canonical index)
-  size_t n = 0;
-  std::array<uint32_t, kLanes> sum{};
-  uint32_t slot = 0;
-  size_t view = 0;         // the tag value of the first packet counted
-  bool mixed = false;      // packets of several tag values counted (a re-plan during the chunk)
-  int64_t touched_us = 0;  // the last packet for the chunk
-};
 
 struct Kept {
   InaPacket result;
@@ -191,29 +181,16 @@ class ServingPs {
     std::vector<int>& members = members_scratch_;
     int raw_member = -1;
     std::string violation;
-    switch (ReadContributors(view, d.source, *packet, &members, &violation)) {
-      case Contributors::kMember:
-        ++c.raw;
-        raw_member = members[0];
-        break;
-      case Contributors::kAggregator:
+    switch (CountContributors(view, d.source, *packet, &members, &raw_member, &violation, &c)) {
       case Contributors::kViolation:
-        if (packet->flags & kFlagAggregate) {
-          ++c.aggregate;
-        } else {
-          ++c.fallback;
-        }
-        if (!violation.empty()) {
-          Violation(absl::StrCat(what(), violation));
-          return;
-        }
-        break;
-      case Contributors::kUnknownSource:
-        ++c.unknown_source;
+        Violation(absl::StrCat(what(), violation));
         return;
+      case Contributors::kUnknownSource:
+        return;
+      default:
+        break;
     }
     if (retransmit) ++c.retransmit;
-    if (static_cast<size_t>(packet->count) != members.size()) ++c.count_mismatch;
     const int64_t key = packet->chunk;
     if (auto kept = kept_.find(key); kept != kept_.end()) {
       if (!retransmit && now - kept->second->completed_us > serve_.restart_after_ms * 1000) {
@@ -227,68 +204,40 @@ class ServingPs {
         return;
       }
     }
-    auto [open_at, fresh] = open_.try_emplace(key, 0);
+    auto [acc, fresh] = open_.Open(key);
     if (fresh) {
-      if (free_.empty()) {
-        free_.push_back(static_cast<uint32_t>(pool_.size()));
-        pool_.emplace_back();
-      }
-      open_at->second = free_.back();
-      free_.pop_back();
-      Sum& made = pool_[open_at->second];
-      made.counted.assign(members_.size(), 0);
-      made.n = 0;
-      made.slot = packet->slot;
-      made.view = view_index;
-      made.mixed = false;
-      made.touched_us = now;
-    }
-    Sum& acc = pool_[open_at->second];
-    if (!fresh && !retransmit && now - acc.touched_us > serve_.restart_after_ms * 1000) {
+      acc->Start(members_.size(), packet->slot, view_index, now);
+    } else if (!retransmit && now - acc->touched_us > serve_.restart_after_ms * 1000) {
       // A first copy into a sum no packet touched for restart_after_ms: its members gave up on
       // it (an all-reduce of earlier sessions that failed; members still waiting for a sum
       // retransmit it at least every second). Whoever sends it now belongs to a new session:
       // start the chunk again. Wrongly taken for stale, a live sum only costs its members one
       // more retransmission.
-      acc.counted.assign(members_.size(), 0);
-      acc.n = 0;
-      acc.slot = packet->slot;
-      acc.view = view_index;
-      acc.mixed = false;
+      acc->Start(members_.size(), packet->slot, view_index, now);
       ++report_.stale_restarted;
     }
-    acc.touched_us = now;
-    acc.mixed |= acc.view != view_index;
+    acc->touched_us = now;
     size_t seen = 0;
-    for (int m : members) seen += acc.counted[static_cast<size_t>(m)];
-    if (seen == members.size()) {
-      ++c.duplicate;
-      return;
+    switch (AddToSum(*acc, members, view_index, d.payload, &seen)) {
+      case SumOutcome::kDuplicate:
+        ++c.duplicate;
+        return;
+      case SumOutcome::kReplanOverlap:
+        ++c.replan_overlap;
+        return;
+      case SumOutcome::kPartialOverlap:
+        Violation(absl::StrCat(what(), ": overlaps the chunk's counted workers partly (", seen,
+                               " of its ", members.size(), " already counted)"));
+        return;
+      case SumOutcome::kAdded:
+        break;
     }
-    if (seen > 0 && acc.mixed) {
-      ++c.replan_overlap;
-      return;
-    }
-    if (seen > 0) {
-      Violation(absl::StrCat(what(), ": overlaps the chunk's counted workers partly (", seen,
-                             " of its ", members.size(), " already counted)"));
-      return;
-    }
-    for (int m : members) acc.counted[static_cast<size_t>(m)] = 1;
-    if (acc.n == 0) {
-      LoadWireLanes(d.payload.data() + kHeaderBytes, kLanes,
-                    reinterpret_cast<int32_t*>(acc.sum.data()));
-    } else {
-      AddWireLanes(d.payload.data() + kHeaderBytes, kLanes, acc.sum.data());
-    }
-    acc.n += members.size();
     c.contributions += static_cast<int64_t>(members.size());
     if (members.size() >= 2) c.in_network += static_cast<int64_t>(members.size());
-    if (acc.n >= view.tag->members.size()) Complete(key, open_at->second, *packet, now);
+    if (acc->n >= view.tag->members.size()) Complete(key, *acc, *packet, now);
   }
 
-  void Complete(int64_t key, uint32_t index, const InaPacket& last, int64_t now) {
-    Sum& acc = pool_[index];
+  void Complete(int64_t key, const PartialSum& acc, const InaPacket& last, int64_t now) {
     Kept& kept = KeepSlot(key, last.tag);
     kept.completed_us = now;
     InaPacket& r = kept.result;
@@ -300,8 +249,7 @@ class ServingPs {
     r.reserved = 0;
     r.bitmap = 0;
     for (int i = 0; i < kLanes; ++i) r.lanes[i] = static_cast<int32_t>(acc.sum[i]);
-    open_.erase(key);
-    free_.push_back(index);
+    open_.Close(key);  // `acc` is free from here
     ++report_.chunks_completed;
     SendResult(*views_[tag_index_[last.tag]].tag, r, -1);
     ++report_.ps.counters.results_sent;
@@ -332,43 +280,17 @@ class ServingPs {
   }
 
   void SendResult(const JobConfig::Tag& t, const InaPacket& r, int only_member) {
-    auto queue_to = [&](uint32_t address) {
-      (void)EncodePacketInto(r, socket_->QueueInPlace(address, options_.socket.port, kPacketBytes));
-    };
-    if (!options_.unicast_results) {
-      queue_to(members_.front().address);  // the switches replicate it to every member
-      return;
-    }
-    if (only_member >= 0) {
-      queue_to(members_[static_cast<size_t>(only_member)].address);
-      return;
-    }
-    bool first = true;
-    for (const auto& m : t.members) {
-      if (first) {
-        queue_to(m.address);
-      } else {
-        (void)socket_->QueueCopy(m.address, options_.socket.port);
-      }
-      first = false;
-    }
+    QueueResult(*socket_, options_.socket.port, options_.unicast_results, members_, t, r,
+                only_member);
   }
 
   void DropIdle(int64_t now) {
-    std::vector<int64_t> idle;
-    for (const auto& [key, index] : open_) {
-      if (now - pool_[index].touched_us > serve_.idle_ms * 1000) idle.push_back(key);
-    }
-    for (int64_t key : idle) {
-      free_.push_back(open_[key]);
-      open_.erase(key);
-      ++report_.dropped_idle;
-    }
+    report_.dropped_idle += open_.CloseIf(
+        [&](const PartialSum& sum) { return now - sum.touched_us > serve_.idle_ms * 1000; });
   }
 
   void Forget() {
-    for (const auto& [key, index] : open_) free_.push_back(index);
-    open_.clear();
+    open_.Clear();
     kept_.clear();
     for (Ring& ring : rings_) {
       std::fill(ring.keys.begin(), ring.keys.end(), -1);
@@ -387,9 +309,7 @@ class ServingPs {
   absl::flat_hash_map<uint32_t, size_t> tag_index_;  // tag value -> view
   uint32_t keep_window_ = 0;
   size_t keep_ = 4096;
-  absl::flat_hash_map<int64_t, uint32_t> open_;  // chunk number -> index into pool_
-  std::vector<Sum> pool_;
-  std::vector<uint32_t> free_;
+  SumPool open_;  // the chunks with data but no result yet, by chunk number
   std::vector<Ring> rings_;
   absl::flat_hash_map<uint32_t, uint32_t> ring_of_;  // tag value -> ring
   absl::flat_hash_map<int64_t, Kept*> kept_;         // chunk number -> its kept result

@@ -6,7 +6,7 @@
 //  - No gradient size and no iterations: a session numbers its chunks uniquely over the job's
 //    tags and continuously over its all-reduces (agent/worker.h WorkerSession), so the PS keys
 //    every sum by its chunk number alone and needs no layout. Whose data a packet carries, what
-//    is a duplicate or a violation: as agent/ps.h (agent/tag_view.h). A chunk is complete when
+//    is a duplicate or a violation: as agent/ps.h (agent/ps_accounting.h). A chunk is complete when
 //    the members of its packet's tag are all counted.
 //  - The RESULT carries the tag value of the packet that completed the chunk and the slot of its
 //    first packet; a RETRANSMIT of a complete chunk is answered with the result again under the

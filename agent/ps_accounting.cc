@@ -1,4 +1,4 @@
-#include "agent/tag_view.h"
+#include "agent/ps_accounting.h"
 
 #include <algorithm>
 #include <set>
@@ -117,6 +117,123 @@ Contributors ReadContributors(const TagView& view, uint32_t source, const InaPac
     return Contributors::kViolation;
   }
   return Contributors::kAggregator;
+}
+
+Contributors CountContributors(const TagView& view, uint32_t source, const InaPacket& packet,
+                               std::vector<int>* members, int* raw_member, std::string* violation,
+                               PsCounters* c) {
+  *raw_member = -1;
+  const Contributors kind = ReadContributors(view, source, packet, members, violation);
+  switch (kind) {
+    case Contributors::kMember:
+      ++c->raw;
+      *raw_member = (*members)[0];
+      break;
+    case Contributors::kAggregator:
+    case Contributors::kViolation:
+      if (packet.flags & kFlagAggregate) {
+        ++c->aggregate;
+      } else {
+        ++c->fallback;
+      }
+      break;
+    case Contributors::kUnknownSource:
+      ++c->unknown_source;
+      return kind;
+  }
+  if (kind != Contributors::kViolation && static_cast<size_t>(packet.count) != members->size()) {
+    ++c->count_mismatch;
+  }
+  return kind;
+}
+
+void PartialSum::Start(size_t members, uint32_t first_slot, size_t first_view, int64_t now_us) {
+  counted.assign(members, 0);
+  n = 0;
+  slot = first_slot;
+  view = first_view;
+  mixed = false;
+  touched_us = now_us;
+}
+
+SumOutcome AddToSum(PartialSum& acc, std::span<const int> members, size_t view,
+                    std::span<const uint8_t> payload, size_t* seen) {
+  acc.mixed |= acc.view != view;
+  *seen = 0;
+  for (int m : members) *seen += acc.counted[static_cast<size_t>(m)];
+  if (*seen == members.size()) return SumOutcome::kDuplicate;
+  // Members already counted from packets of an old plan's tag value: expected once per chunk in
+  // flight across a re-plan; the workers' retransmissions bring the rest one by one.
+  if (*seen > 0) return acc.mixed ? SumOutcome::kReplanOverlap : SumOutcome::kPartialOverlap;
+  for (int m : members) acc.counted[static_cast<size_t>(m)] = 1;
+  if (acc.n == 0) {
+    // The first data of the chunk: stored, not added (a reused sum holds old lanes).
+    LoadWireLanes(payload.data() + kHeaderBytes, kLanes,
+                  reinterpret_cast<int32_t*>(acc.sum.data()));
+  } else {
+    AddWireLanes(payload.data() + kHeaderBytes, kLanes, acc.sum.data());
+  }
+  acc.n += members.size();
+  return SumOutcome::kAdded;
+}
+
+std::pair<PartialSum*, bool> SumPool::Open(int64_t key) {
+  auto [at, fresh] = open_.try_emplace(key, 0);
+  if (fresh) {
+    if (free_.empty()) {
+      free_.push_back(static_cast<uint32_t>(pool_.size()));
+      pool_.emplace_back();
+    }
+    at->second = free_.back();
+    free_.pop_back();
+  }
+  return {&pool_[at->second], fresh};
+}
+
+PartialSum* SumPool::Find(int64_t key) {
+  auto at = open_.find(key);
+  return at == open_.end() ? nullptr : &pool_[at->second];
+}
+
+void SumPool::Close(int64_t key) {
+  auto at = open_.find(key);
+  if (at == open_.end()) return;
+  free_.push_back(at->second);
+  open_.erase(at);
+}
+
+void SumPool::Clear() {
+  for (const auto& [key, index] : open_) free_.push_back(index);
+  open_.clear();
+}
+
+void QueueResult(UdpSocket& socket, uint16_t port, bool unicast,
+                 const std::vector<JobConfig::Member>& members, const JobConfig::Tag& t,
+                 const InaPacket& r, int only_member) {
+  // Encoded straight into the socket's batch.
+  auto queue_to = [&](uint32_t address) {
+    (void)EncodePacketInto(r, socket.QueueInPlace(address, port, kPacketBytes));
+  };
+  if (!unicast) {
+    // The switches replicate it to every member (any member's address routes it there): the
+    // first member of the first configuration, whatever the plan.
+    queue_to(members.front().address);
+    return;
+  }
+  if (only_member >= 0) {
+    queue_to(members[static_cast<size_t>(only_member)].address);
+    return;
+  }
+  bool first = true;
+  for (const auto& m : t.members) {
+    // One copy of the bytes for every member: each further member's datagram points at it.
+    if (first) {
+      queue_to(m.address);
+    } else {
+      (void)socket.QueueCopy(m.address, port);
+    }
+    first = false;
+  }
 }
 
 }  // namespace inac::agent
