@@ -143,41 +143,6 @@ class Controller {
   std::string token_;
 };
 
-// Polls GET /jobs/{id}/config every `period` and publishes each new plan to `feed`.
-class ConfigPoller {
- public:
-  ConfigPoller(const Controller& controller, int64_t job, int64_t plan_version,
-               absl::Duration period, ConfigFeed* feed) {
-    thread_ = std::thread([this, controller, job, plan_version, period, feed] {
-      int64_t last = plan_version;
-      absl::MutexLock lock(&mu_);
-      while (!mu_.AwaitWithTimeout(absl::Condition(&done_), period)) {
-        mu_.Unlock();
-        auto reply = controller.Call("GET", absl::StrCat("/jobs/", job, "/config"), nullptr, 2000);
-        absl::StatusOr<JobConfig> config =
-            reply.ok() ? JobConfigFromJson(*reply) : absl::StatusOr<JobConfig>(reply.status());
-        if (config.ok() && config->plan_version != last && !config->tags.empty()) {
-          last = config->plan_version;
-          feed->Publish(*std::move(config));
-        }
-        mu_.Lock();
-      }
-    });
-  }
-  ~ConfigPoller() {
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-    }
-    thread_.join();
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
 }  // namespace
 }  // namespace inac::agent
 
@@ -344,8 +309,14 @@ INAC_API inac_status inac_open(int64_t job, const char* worker, const inac_optio
     const bool from_server = o.config_file == nullptr || *o.config_file == '\0';
     if (from_server && o.refresh_ms >= 0) {
       s->poller = std::make_unique<agent::ConfigPoller>(
-          controller, job, config->plan_version,
-          absl::Milliseconds(o.refresh_ms > 0 ? o.refresh_ms : 500), &s->feed);
+          [controller, job]() -> absl::StatusOr<agent::JobConfig> {
+            auto reply =
+                controller.Call("GET", absl::StrCat("/jobs/", job, "/config"), nullptr, 2000);
+            if (!reply.ok()) return reply.status();
+            return agent::JobConfigFromJson(*reply);
+          },
+          config->plan_version, absl::Milliseconds(o.refresh_ms > 0 ? o.refresh_ms : 500),
+          &s->feed);
     }
   }
   *out = s.release();

@@ -10,10 +10,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "agent/job_config.h"
 
 namespace inac::agent {
@@ -40,6 +45,26 @@ class ConfigFeed {
   mutable absl::Mutex mu_;
   std::shared_ptr<const JobConfig> latest_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> serial_{0};  // written under mu_
+};
+
+// Polls a job's configuration on a thread of its own: every `period`, fetch() (the caller's
+// GET /jobs/{id}/config), and each configuration with tags and another plan version than the
+// last one seen (first: `plan_version`) is published to `feed`. A failed fetch is retried at the
+// next period; on_error (optional) hears the first failure of each series. The destructor stops
+// the thread and waits for it (at most one fetch).
+class ConfigPoller {
+ public:
+  ConfigPoller(std::function<absl::StatusOr<JobConfig>()> fetch, int64_t plan_version,
+               absl::Duration period, ConfigFeed* feed,
+               std::function<void(const absl::Status&)> on_error = nullptr);
+  ~ConfigPoller();
+  ConfigPoller(const ConfigPoller&) = delete;
+  ConfigPoller& operator=(const ConfigPoller&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 }  // namespace inac::agent

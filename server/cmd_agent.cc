@@ -5,6 +5,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -195,48 +196,22 @@ class ConfigWatcher {
     if (!a.config_file.empty() || a.refresh_ms <= 0) return;
     auto client = ApiClient::Create(ApiClientOptions{a.server, a.token, 2000, false, a.ca_cert});
     if (!client.ok()) return;
-    thread_ =
-        std::thread([this, client = std::move(*client), job = a.job,
-                     period = absl::Milliseconds(a.refresh_ms), plan_version, feed]() mutable {
-          int64_t last = plan_version;
-          bool failing = false;
-          absl::MutexLock lock(&mu_);
-          while (!mu_.AwaitWithTimeout(absl::Condition(&done_), period)) {
-            mu_.Unlock();
-            auto reply = client->Call("GET", absl::StrCat("/jobs/", job, "/config"));
-            absl::StatusOr<agent::JobConfig> config =
-                reply.ok() ? agent::JobConfigFromJson(reply->body) : reply.status();
-            if (!config.ok()) {
-              if (!failing) {
-                std::cerr << "inac: warning: cannot follow re-plans of job " << job << ": "
-                          << config.status().message() << " (retrying)" << std::endl;
-              }
-              failing = true;
-            } else {
-              failing = false;
-              if (config->plan_version != last && !config->tags.empty()) {
-                last = config->plan_version;
-                feed->Publish(*std::move(config));
-              }
-            }
-            mu_.Lock();
-          }
+    poller_ = std::make_unique<agent::ConfigPoller>(
+        [client = std::shared_ptr<ApiClient>(std::move(*client)),
+         job = a.job]() -> absl::StatusOr<agent::JobConfig> {
+          auto reply = client->Call("GET", absl::StrCat("/jobs/", job, "/config"));
+          if (!reply.ok()) return reply.status();
+          return agent::JobConfigFromJson(reply->body);
+        },
+        plan_version, absl::Milliseconds(a.refresh_ms), feed,
+        [job = a.job](const absl::Status& s) {
+          std::cerr << "inac: warning: cannot follow re-plans of job " << job << ": " << s.message()
+                    << " (retrying)" << std::endl;
         });
   }
-  ~ConfigWatcher() {
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  ConfigWatcher(const ConfigWatcher&) = delete;
-  ConfigWatcher& operator=(const ConfigWatcher&) = delete;
 
  private:
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  std::unique_ptr<agent::ConfigPoller> poller_;
 };
 
 // The netns fd (or -1); exit 2 when the namespace does not exist, 1 otherwise.
@@ -492,6 +467,32 @@ void ReportProgress(const PsArgs& a, int64_t iterations_done) {
   Fail(kExitFailure, absl::StrCat("POST /jobs/", a.job, "/progress: ", reply.status().message()));
 }
 
+// Runs a PS agent (`run`: RunPs or ServePs) with `o` as `inac ps` does: contract violations
+// logged on stderr, the data plane in --netns, SIGINT/SIGTERM stopping it, re-plans followed
+// from the controller. Exits (Fail) when it fails; its report otherwise.
+template <typename Report>
+absl::StatusOr<Report> RunPsAgent(
+    const PsArgs& a, const agent::JobConfig& config, agent::PsOptions& o,
+    const std::function<absl::StatusOr<Report>(const agent::PsOptions&)>& run) {
+  o.log = [job = a.job, ps = a.ps](const std::string& line) {
+    std::cerr << "level=warn event=ina_contract_violation job=" << job << " ps=" << ps
+              << " detail=\"" << line << "\"" << std::endl;
+  };
+  const int netns = OpenNamespace(a);
+  o.netns_fd = netns;
+  InstallStopHandlers();
+  agent::ConfigFeed feed;
+  o.updates = &feed;
+  absl::StatusOr<Report> report;
+  {
+    ConfigWatcher watcher(a, config.plan_version, &feed);
+    report = run(o);
+  }
+  if (netns >= 0) ::close(netns);
+  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  return report;
+}
+
 // `inac ps --serve`: the PS of client sessions (agent/ps_serve.h) until SIGTERM.
 void ServePsVerb(const PsArgs& a, const agent::JobConfig& config, agent::PsOptions o) {
   o.ps = a.ps;
@@ -505,24 +506,8 @@ void ServePsVerb(const PsArgs& a, const agent::JobConfig& config, agent::PsOptio
                 << (a.unicast_results ? "unicast" : "to the switches") << std::endl;
     };
   }
-  const int64_t job = a.job;
-  const std::string ps = a.ps;
-  o.log = [job, ps](const std::string& line) {
-    std::cerr << "level=warn event=ina_contract_violation job=" << job << " ps=" << ps
-              << " detail=\"" << line << "\"" << std::endl;
-  };
-  const int netns = OpenNamespace(a);
-  o.netns_fd = netns;
-  InstallStopHandlers();
-  agent::ConfigFeed feed;
-  o.updates = &feed;
-  absl::StatusOr<agent::ServeReport> report;
-  {
-    ConfigWatcher watcher(a, config.plan_version, &feed);
-    report = agent::ServePs(config, o);
-  }
-  if (netns >= 0) ::close(netns);
-  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  absl::StatusOr<agent::ServeReport> report = RunPsAgent<agent::ServeReport>(
+      a, config, o, [&](const agent::PsOptions& run) { return agent::ServePs(config, run); });
   const agent::PsCounters& c = report->ps.counters;
   if (a.json) {
     Json j = agent::PsReportJson(report->ps);
@@ -583,24 +568,8 @@ void RunPsVerb(const PsArgs& a) {
       std::cout << agent::TableLine(s, workers) << std::endl;
     };
   }
-  const int64_t job = a.job;
-  const std::string ps = a.ps;
-  o.log = [job, ps](const std::string& line) {
-    std::cerr << "level=warn event=ina_contract_violation job=" << job << " ps=" << ps
-              << " detail=\"" << line << "\"" << std::endl;
-  };
-  const int netns = OpenNamespace(a);
-  o.netns_fd = netns;
-  InstallStopHandlers();
-  agent::ConfigFeed feed;
-  o.updates = &feed;
-  absl::StatusOr<agent::PsReport> report;
-  {
-    ConfigWatcher watcher(a, config.plan_version, &feed);
-    report = agent::RunPs(config, o);
-  }
-  if (netns >= 0) ::close(netns);
-  if (!report.ok()) Fail(ExitFor(report.status()), std::string(report.status().message()));
+  absl::StatusOr<agent::PsReport> report = RunPsAgent<agent::PsReport>(
+      a, config, o, [&](const agent::PsOptions& run) { return agent::RunPs(config, run); });
   const agent::PsCounters& c = report->counters;
   if (a.json) {
     std::cout << agent::PsReportJson(*report).dump() << "\n";
