@@ -1,6 +1,6 @@
 // libinac_client: the C ABI of agent/inac_client.h over agent::WorkerSession. The controller is
 // asked over HTTP(S) with cpp-httplib directly: the library is loaded into training processes
-// and links nothing of the controller (server/api_client.h is the CLI's client).
+// and links nothing of the controller (northbound/api_client.h is the CLI's client).
 #include "agent/inac_client.h"
 
 #include <httplib.h>

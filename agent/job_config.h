@@ -1,5 +1,5 @@
 // A job's configuration as the host agents need it: the JSON of GET /api/v1/jobs/{id}/config
-// (server/http_api.cc ConfigJson), of which the agents read `job_id`, `plan_version`,
+// (northbound/http_api.cc ConfigJson), of which the agents read `job_id`, `plan_version`,
 // `batch_size`, `tags`, `generation` and, for ring all-reduce jobs, `ring` and `ring_roles`
 // (docs/rina.md; a role must be agent, member or rack-worker, neighbour addresses IPv4), ignoring
 // every other field.

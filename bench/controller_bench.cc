@@ -1,8 +1,9 @@
 // The controller service end to end (docs/controller.md "Tests and figures"), in one process but
-// over the real edges: the REST API (loopback, through the production client server/api_client.h),
-// the controller loop, SQLite on disk (WAL, synchronous=FULL: an acknowledged job is durable) and
-// 20 emulated P4Runtime switches on loopback gRPC ports (the `--demo` fabric: fat-tree k=4, same
-// switch client factory as `inac serve`). Prints one JSON line per scenario:
+// over the real edges: the REST API (loopback, through the production client
+// northbound/api_client.h), the controller loop, SQLite on disk (WAL, synchronous=FULL: an
+// acknowledged job is durable) and 20 emulated P4Runtime switches on loopback gRPC ports (the
+// `--demo` fabric: fat-tree k=4, same switch client factory as `inac serve`). Prints one JSON line
+// per scenario:
 //  - rest_submit: durable job submissions per second and latency percentiles, C client threads
 //    each POSTing jobs (with an Idempotency-Key) while the loop re-plans behind them;
 //  - submit_to_programmed: time from POST /jobs to the job being `running`, which the controller
@@ -36,15 +37,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cli/cmd_serve.h"
 #include "core/generators.h"
 #include "core/json.h"
 #include "core/models.h"
 #include "nlohmann/json.hpp"
-#include "server/api_client.h"
-#include "server/cmd_serve.h"
+#include "northbound/api_client.h"
+#include "northbound/http_api.h"
 #include "server/controller.h"
-#include "server/http_api.h"
 #include "southbound/emulator/emulated_switch.h"
+#include "southbound/p4runtime_switch_client.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_storage.h"
@@ -52,10 +54,10 @@
 namespace {
 
 using inac::core::JobSpec;
-using inac::server::ApiClient;
+using inac::northbound::ApiClient;
+using inac::northbound::HttpApi;
 using inac::server::Controller;
 using inac::server::ControllerOptions;
-using inac::server::HttpApi;
 using inac::southbound::emulator::EmulatedSwitch;
 using inac::southbound::emulator::EmulatedSwitchOptions;
 using inac::storage::SqliteStorage;
@@ -82,7 +84,7 @@ double Percentile(std::vector<double> v, double p) {
 
 // A client of the API on `port` that keeps its connection (one per thread), 60 s timeouts.
 std::unique_ptr<ApiClient> Client(int port) {
-  inac::server::ApiClientOptions options;
+  inac::northbound::ApiClientOptions options;
   options.server = absl::StrCat("http://127.0.0.1:", port);
   options.timeout_ms = 60000;
   options.keep_alive = true;
@@ -147,7 +149,7 @@ class Service {
     if (!storage.ok()) Die(storage.status().ToString());
     storage_ = std::move(*storage);
     controller_ =
-        std::make_unique<Controller>(storage_.get(), inac::server::P4RuntimeSwitchClientFactory(),
+        std::make_unique<Controller>(storage_.get(), inac::southbound::CreateP4RuntimeClient,
                                      inac::server::SystemClockMs, options);
   }
   ~Service() { Stop(); }
@@ -158,7 +160,7 @@ class Service {
   void StartApi() {
     inac::server::ApiServices services = controller_->services();
     if (!g_audit) services.audit = nullptr;
-    api_ = std::make_unique<HttpApi>(services, inac::server::HttpApiOptions{});
+    api_ = std::make_unique<HttpApi>(services, inac::northbound::HttpApiOptions{});
     auto port = api_->Bind("127.0.0.1", 0);
     if (!port.ok()) Die(port.status().ToString());
     port_ = *port;
@@ -284,10 +286,11 @@ void RestSubmit(Fabric& fabric, const ControllerOptions& options, int jobs, int 
       while (true) {
         int i = next++;
         if (i >= jobs) break;
-        inac::server::RawRequest post{.method = "POST",
-                                      .target = "/api/v1/jobs",
-                                      .body = inac::core::JobSpecToJson(specs[i]).dump(),
-                                      .headers = {{"Idempotency-Key", absl::StrCat("bench-", i)}}};
+        inac::northbound::RawRequest post{
+            .method = "POST",
+            .target = "/api/v1/jobs",
+            .body = inac::core::JobSpecToJson(specs[i]).dump(),
+            .headers = {{"Idempotency-Key", absl::StrCat("bench-", i)}}};
         auto t0 = SteadyClock::now();
         auto res = client->SendRaw(post);
         mine.push_back(Ms(SteadyClock::now() - t0));
@@ -326,7 +329,7 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
   PutTopology(service, fabric.topology());
   service.StartController();
   service.StartApi();
-  for (const JobSpec& spec : inac::server::DemoJobs()) {
+  for (const JobSpec& spec : inac::cli::DemoJobs()) {
     if (!service.controller().SubmitJob(spec, std::nullopt).ok()) Die("demo job refused");
   }
   if (!service.AwaitReconciled(120)) Die("demo jobs not programmed");

@@ -3,7 +3,7 @@
 // slowloris connections (one header line every 500 ms, never finished) are open, N = 16, 256 and
 // 1,000. Two servers run the same trivial handler on 127.0.0.1: cpp-httplib's thread-per-connection
 // server with 16 threads (what `inac serve` used before) and INAC's event-driven HttpServer with 16
-// handler threads (server/http_server.h, what it uses now). A request that gets no answer within
+// handler threads (http/http_server.h, what it uses now). A request that gets no answer within
 // 1 s counts as a timeout (and as 1 s in the percentiles).
 //
 // Prints one JSON line per (server, N): {"bench":"http","server":...,"n":N,"requests":R,
@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 namespace {
 
@@ -156,7 +156,7 @@ int main() {
     }
     // After: the event-driven server.
     {
-      inac::server::HttpServer s(
+      inac::http::HttpServer s(
           {}, [](httplib::Request& req, httplib::Response& res) { Handle(req, res); });
       auto port = s.Bind("127.0.0.1", 0);
       if (!port.ok()) return 1;

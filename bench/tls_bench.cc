@@ -24,15 +24,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/api_client.h"
-#include "server/http_server.h"
+#include "http/http_server.h"
+#include "northbound/api_client.h"
 #include "tests/fixtures/tls_certs.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using inac::server::ApiClient;
-using inac::server::ApiClientOptions;
+using inac::northbound::ApiClient;
+using inac::northbound::ApiClientOptions;
 
 struct Figures {
   std::vector<double> ms;
@@ -107,13 +107,13 @@ int main() {
     return 1;
   }
   for (const bool tls : {false, true}) {
-    inac::server::HttpServerOptions options;
+    inac::http::HttpServerOptions options;
     if (tls) {
       options.tls_cert_file = files->server_cert;
       options.tls_key_file = files->server_key;
     }
     options.header_timeout_ms = 60000;  // the silent connections stay for the whole run
-    inac::server::HttpServer server(options, [](httplib::Request&, httplib::Response& res) {
+    inac::http::HttpServer server(options, [](httplib::Request&, httplib::Response& res) {
       res.status = 200;
       res.set_content("{\"status\":\"ok\"}", "application/json");
     });

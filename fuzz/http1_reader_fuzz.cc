@@ -1,4 +1,4 @@
-// Fuzzes the HTTP/1.1 request reader (server/http1_reader.h). The first byte picks the limits (the
+// Fuzzes the HTTP/1.1 request reader (http/http1_reader.h). The first byte picks the limits (the
 // server's, or small ones so that every limit is reached) and how the rest arrives in the second
 // reading; the rest is a connection's bytes. Besides the sanitizers, it checks:
 //   - the reader's contract on every event: consumed within the bytes given, kHead then kRequest
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_check.h"
-#include "server/http1_reader.h"
+#include "http/http1_reader.h"
 
 namespace {
 

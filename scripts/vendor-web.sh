@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Vendors the dashboard's two libraries from the npm registry into web/vendor/ (docs/dashboard.md):
 # Cytoscape.js (the fabric graph) and uPlot (the time-series charts). The files are committed and
-# compiled into the binary (server/embed_web.cmake), so neither a build nor a running controller
+# compiled into the binary (northbound/embed_web.cmake), so neither a build nor a running controller
 # fetches anything. Run it to upgrade: change a version below, run, review the diff, commit.
 # Records name, version, licence, the registry's integrity hash and the sha256 of every copied
 # file in web/vendor/VERSIONS.md.

@@ -20,7 +20,6 @@
 
 #include "absl/status/statusor.h"
 #include "core/ports.h"
-#include "server/config.h"
 #include "server/services.h"
 #include "server/switch_fleet.h"
 #include "storage/etcd/etcd_client.h"
@@ -28,6 +27,18 @@
 #include "storage/etcd/leader_election.h"
 
 namespace inac::server {
+
+// Cluster mode (docs/ha.md): controllers replicate through etcd; empty `endpoints` is the
+// single-node default (SQLite only). Config file key "cluster": {"endpoints": [...], "node_id",
+// "lease_ttl_s", "advertise_url", "prefix"}; flags --cluster-endpoints, --node-id, --lease-ttl-s,
+// --advertise-url.
+struct ClusterConfig {
+  std::vector<std::string> endpoints;  // etcd client URLs, e.g. "http://127.0.0.1:2379"
+  std::string node_id;                 // this controller's name in the cluster (required)
+  int64_t lease_ttl_s = 10;            // leader lease TTL; keep-alive every TTL/3
+  std::string advertise_url;           // how clients reach this node ("": http(s)://listen)
+  std::string prefix = "/inac/";       // etcd key prefix of this cluster
+};
 
 // Health of a cluster node: the leader's is its controller's; a follower is alive while its
 // election runs (it campaigns and serves reads) and ready when its storage (etcd) can be read --

@@ -2,7 +2,7 @@
 // the stored desired state (topology + jobs) into a plan (scheduler), saves plan and per-switch
 // intents in one transaction (storage), and brings every switch to its intent (southbound),
 // advancing job states as switches apply. It implements the services of server/services.h, over
-// which the REST layer (server/http_api.h) is a thin adapter.
+// which the REST layer (northbound/http_api.h) is a thin adapter.
 //
 // Commands (SubmitJob, CancelJob, ReportProgress, PutTopology, SetLinkStatus) are durable when they
 // return OK (the storage transaction committed), then wake the loop. Queries read storage or the

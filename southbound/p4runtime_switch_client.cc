@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "southbound/device_config.h"
 #include "southbound/intent_reconciler.h"
 #include "southbound/intent_translator.h"
 #include "southbound/p4info_index.h"
@@ -105,6 +106,28 @@ absl::StatusOr<std::vector<AggregationCounters>> P4RuntimeSwitchClient::ReadCoun
   if (filters.empty()) return std::vector<AggregationCounters>{};
   INAC_ASSIGN_OR_RETURN(auto read, session_->Read(filters));
   return translator_->DecodeCounters(intent, read);
+}
+
+absl::StatusOr<std::unique_ptr<SwitchClient>> CreateP4RuntimeClient(const core::Switch& sw,
+                                                                    uint64_t election_id) {
+  if (!sw.p4runtime.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("switch ", sw.id, " has no P4Runtime endpoint to connect to"));
+  }
+  P4RuntimeSwitchClientOptions options;
+  options.switch_id = sw.id;
+  options.session.address = sw.p4runtime->address;
+  options.session.device_id = sw.p4runtime->device_id;
+  options.session.election_id = ElectionId{0, election_id};
+  options.session.connect_timeout = absl::Seconds(2);
+  options.session.rpc_timeout = absl::Seconds(10);
+  auto device_config = InaDeviceConfig(sw.p4runtime->target);
+  if (!device_config.ok()) return device_config.status();
+  options.device_config = *std::move(device_config);
+  options.target_name = core::TargetKindName(sw.p4runtime->target);
+  auto client = P4RuntimeSwitchClient::Create(std::move(options));
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<SwitchClient>(std::move(*client));
 }
 
 }  // namespace inac::southbound

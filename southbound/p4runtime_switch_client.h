@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "core/topology.h"
 #include "southbound/switch_client.h"
 #include "southbound/switch_session.h"
 
@@ -82,5 +83,14 @@ class P4RuntimeSwitchClient : public SwitchClient {
 
   static bool LooksPipelineless(const absl::Status& status);
 };
+
+// The client `inac serve` opens for a topology switch with a P4Runtime endpoint (`sw.p4runtime`
+// set): its address and device id, `election_id` as this controller's primary-election id, the
+// device config of its target kind (BMv2: p4c's JSON, embedded in the binary), and the session's
+// own gRPC channel (SwitchSession: reconnect backoff capped at 250 ms, so a switch that is back
+// is seen within ~250 ms). InvalidArgument when `sw` has no P4Runtime endpoint; the device
+// config's error for an unknown target. Matches server::SwitchClientFactory.
+absl::StatusOr<std::unique_ptr<SwitchClient>> CreateP4RuntimeClient(const core::Switch& sw,
+                                                                    uint64_t election_id);
 
 }  // namespace inac::southbound

@@ -1,4 +1,5 @@
-// Parsing the JSON of GET /jobs/{id}/config (server/http_api.cc ConfigJson): good and bad input.
+// Parsing the JSON of GET /jobs/{id}/config (northbound/http_api.cc ConfigJson): good and bad
+// input.
 #include <gtest/gtest.h>
 
 #include <functional>

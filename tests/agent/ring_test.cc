@@ -125,7 +125,7 @@ TEST(RingAgentTest, BadOptionsAreInvalidArgument) {
 namespace inac::agent {
 namespace {
 
-// The ring fields of GET /jobs/{id}/config (server/rest_json.cc) as the agents read them.
+// The ring fields of GET /jobs/{id}/config (northbound/rest_json.cc) as the agents read them.
 TEST(RingAgentTest, MemberOptionsFromTheJobConfig) {
   const char* json = R"({"job_id": 5, "generation": 2, "tags": [], "ring": ["h1", "h3", "h4"],
     "ring_roles": [

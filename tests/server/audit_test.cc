@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/config.h"
+#include "cli/config.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -233,16 +233,16 @@ TEST(AuditFailureTest, TheAnswerStandsAndTheFailureIsCounted) {
   FailingAudit failing;
   ApiServices services = server.controller().services();
   services.audit = &failing;
-  HttpApiOptions options;
+  northbound::HttpApiOptions options;
   options.tokens = DefaultTokens();
-  HttpApi api(services, options);
+  northbound::HttpApi api(services, options);
   auto port = api.Bind("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   std::thread serve([&] { api.Serve(); });
-  auto client =
-      ApiClient::Create({.server = absl::StrCat("http://127.0.0.1:", *port), .token = kAdminToken});
+  auto client = northbound::ApiClient::Create(
+      {.server = absl::StrCat("http://127.0.0.1:", *port), .token = kAdminToken});
   ASSERT_TRUE(client.ok());
-  RawRequest put;
+  northbound::RawRequest put;
   put.method = "PUT";
   put.target = "/api/v1/topology";
   put.body = core::TopologyToJson(SmallLeafSpine()).dump();
@@ -319,13 +319,14 @@ TEST(RetentionTest, ControllerPrunesAtStart) {
 
 TEST(RetentionConfigTest, DaysAreParsedStrictly) {
   std::vector<core::Problem> problems;
-  auto config = ParseServeConfig(R"({"retention": {"finished_jobs_days": 3, "audit_days": 0}})",
-                                 ServeConfig{}, &problems);
+  auto config =
+      cli::ParseServeConfig(R"({"retention": {"finished_jobs_days": 3, "audit_days": 0}})",
+                            cli::ServeConfig{}, &problems);
   ASSERT_TRUE(config) << core::FormatProblems(problems);
   EXPECT_EQ(config->controller.retention.finished_jobs_ms, 3 * RetentionOptions::kDayMs);
   EXPECT_EQ(config->controller.retention.audit_ms, 0);  // kept forever
   // Defaults: 7 and 90 days.
-  auto defaults = ParseServeConfig("{}", ServeConfig{}, &problems);
+  auto defaults = cli::ParseServeConfig("{}", cli::ServeConfig{}, &problems);
   ASSERT_TRUE(defaults);
   EXPECT_EQ(defaults->controller.retention.finished_jobs_ms, 7 * RetentionOptions::kDayMs);
   EXPECT_EQ(defaults->controller.retention.audit_ms, 90 * RetentionOptions::kDayMs);
@@ -337,7 +338,7 @@ TEST(RetentionConfigTest, DaysAreParsedStrictly) {
            {R"({"retention": {"events_days": 1}})", "retention.events_days"},
            {R"({"retention": 7})", "retention"}}) {
     problems.clear();
-    EXPECT_FALSE(ParseServeConfig(text, ServeConfig{}, &problems)) << text;
+    EXPECT_FALSE(cli::ParseServeConfig(text, cli::ServeConfig{}, &problems)) << text;
     ASSERT_FALSE(problems.empty()) << text;
     EXPECT_EQ(problems[0].path, path) << text;
   }

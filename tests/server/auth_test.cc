@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/config.h"
+#include "cli/config.h"
+#include "http/address.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -16,24 +17,24 @@ namespace {
 using core::Json;
 
 TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
-  EXPECT_TRUE(ConstantTimeEquals("", ""));
-  EXPECT_TRUE(ConstantTimeEquals("secret-token", "secret-token"));
-  EXPECT_FALSE(ConstantTimeEquals("secret-token", "secret-tokeN"));
-  EXPECT_FALSE(ConstantTimeEquals("secret-token", "Secret-token"));
-  EXPECT_FALSE(ConstantTimeEquals("secret-token", "secret-token2"));
-  EXPECT_FALSE(ConstantTimeEquals("secret-token", "secret"));
-  EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  EXPECT_TRUE(northbound::ConstantTimeEquals("", ""));
+  EXPECT_TRUE(northbound::ConstantTimeEquals("secret-token", "secret-token"));
+  EXPECT_FALSE(northbound::ConstantTimeEquals("secret-token", "secret-tokeN"));
+  EXPECT_FALSE(northbound::ConstantTimeEquals("secret-token", "Secret-token"));
+  EXPECT_FALSE(northbound::ConstantTimeEquals("secret-token", "secret-token2"));
+  EXPECT_FALSE(northbound::ConstantTimeEquals("secret-token", "secret"));
+  EXPECT_FALSE(northbound::ConstantTimeEquals("", "x"));
   // A shorter string padded with NULs is still different.
-  EXPECT_FALSE(ConstantTimeEquals(std::string("ab\0", 3), "ab"));
+  EXPECT_FALSE(northbound::ConstantTimeEquals(std::string("ab\0", 3), "ab"));
 }
 
 TEST(LoopbackTest, OnlyLoopbackLiteralsAndLocalhost) {
   for (const char* host : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "::ffff:127.0.0.1"}) {
-    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+    EXPECT_TRUE(http::IsLoopbackHost(host)) << host;
   }
   for (const char* host : {"0.0.0.0", "10.0.0.1", "::", "128.0.0.1", "127.evil.example",
                            "127.0.0.1.nip.io", "", "::ffff:10.0.0.1", "localhost.example"}) {
-    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+    EXPECT_FALSE(http::IsLoopbackHost(host)) << host;
   }
 }
 
@@ -43,22 +44,22 @@ TEST(BindTest, WithoutTokensOnlyLoopbackIsServed) {
   TestServer server(options);
   ASSERT_TRUE(server.Start().ok());
   {
-    HttpApi api(&server.controller(), HttpApiOptions{});
+    northbound::HttpApi api(server.controller().services(), northbound::HttpApiOptions{});
     auto bound = api.Bind("0.0.0.0", 0);
     EXPECT_EQ(bound.status().code(), absl::StatusCode::kFailedPrecondition) << bound.status();
   }
   {
-    HttpApi api(&server.controller(), HttpApiOptions{});
+    northbound::HttpApi api(server.controller().services(), northbound::HttpApiOptions{});
     EXPECT_EQ(api.Bind("127.evil.example", 0).status().code(),
               absl::StatusCode::kFailedPrecondition);
   }
   {
     // Tokens configured: any address, over TLS or with the explicit override (tls_test.cc has
     // the whole rule; without either the tokens would cross the network in the clear).
-    HttpApiOptions with_tokens;
+    northbound::HttpApiOptions with_tokens;
     with_tokens.tokens = DefaultTokens();
     with_tokens.allow_insecure_http = true;
-    HttpApi api(&server.controller(), with_tokens);
+    northbound::HttpApi api(server.controller().services(), with_tokens);
     EXPECT_TRUE(api.Bind("0.0.0.0", 0).ok());
   }
   // The test server itself listens on 127.0.0.1 without tokens: every request is allowed.
@@ -179,8 +180,9 @@ TEST_F(AuthTest, WorkerTouchesOnlyItsTenantsJobs) {
 
 // --- The configuration file's tokens.
 
-std::optional<ServeConfig> Parse(const std::string& text, std::vector<core::Problem>* problems) {
-  return ParseServeConfig(text, ServeConfig{}, problems);
+std::optional<cli::ServeConfig> Parse(const std::string& text,
+                                      std::vector<core::Problem>* problems) {
+  return cli::ParseServeConfig(text, cli::ServeConfig{}, problems);
 }
 
 bool HasProblemAt(const std::vector<core::Problem>& problems, const std::string& path) {
@@ -203,11 +205,11 @@ TEST(ServeConfigTest, ReadsTokensAndRoles) {
                       &problems);
   ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
   ASSERT_EQ(config->tokens.size(), 4u);
-  EXPECT_EQ(config->tokens[0].role, Role::kAdmin);
-  EXPECT_EQ(config->tokens[1].role, Role::kOperator);
+  EXPECT_EQ(config->tokens[0].role, northbound::Role::kAdmin);
+  EXPECT_EQ(config->tokens[1].role, northbound::Role::kOperator);
   EXPECT_EQ(config->tokens[1].name, "token1");
-  EXPECT_EQ(config->tokens[2].role, Role::kViewer);
-  EXPECT_EQ(config->tokens[3].role, Role::kWorker);
+  EXPECT_EQ(config->tokens[2].role, northbound::Role::kViewer);
+  EXPECT_EQ(config->tokens[3].role, northbound::Role::kWorker);
   EXPECT_EQ(config->tokens[3].tenant, "vision");
 }
 
@@ -263,7 +265,8 @@ TEST(ServeConfigTest, ReadsHttpLimitsAndRefusesUnworkableOnes) {
   EXPECT_EQ(config->http.header_timeout_ms, 2000);
   EXPECT_EQ(config->http.idle_timeout_ms, 5000);
   EXPECT_EQ(config->http.max_pipelined, 4u);
-  EXPECT_EQ(config->http.write_timeout_ms, HttpServerOptions{}.write_timeout_ms);  // default kept
+  EXPECT_EQ(config->http.write_timeout_ms,
+            http::HttpServerOptions{}.write_timeout_ms);  // default kept
   problems.clear();
   EXPECT_FALSE(Parse(R"({"http": {"threads": 0, "header_timeout_ms": 0, "max_body_bytes": "1M",
       "max_connections": 100, "max_connections_per_client": 101, "keepalive": true}})",
@@ -292,13 +295,14 @@ TEST(ServeConfigTest, NoTokensMeansLoopbackOnly) {
       << core::FormatProblems(problems);
   EXPECT_TRUE(Parse(R"({"listen": "[::1]:8080"})", &problems).has_value())
       << core::FormatProblems(problems);
-  ServeConfig config;
+  cli::ServeConfig config;
   config.listen = "10.1.2.3:8080";
-  EXPECT_EQ(CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cli::CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);
   config.tokens = DefaultTokens();
-  EXPECT_EQ(CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);  // no TLS
+  EXPECT_EQ(cli::CheckListenAllowed(config).code(),
+            absl::StatusCode::kFailedPrecondition);  // no TLS
   config.allow_insecure_http = true;
-  EXPECT_TRUE(CheckListenAllowed(config).ok());
+  EXPECT_TRUE(cli::CheckListenAllowed(config).ok());
 }
 
 }  // namespace

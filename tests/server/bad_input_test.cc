@@ -315,7 +315,7 @@ TEST_F(BadInputTest, MalformedHttpIsRefusedAndTheServerLives) {
   for (int i = 0; i < 200; ++i) absl::StrAppend(&many_headers, "X-H", i, ": ", i, "\r\n");
   many_headers += "Connection: close\r\n\r\n";
   Reply r = server_.Raw(many_headers);
-  EXPECT_EQ(r.status, 431) << r;  // at most 100 header lines (server/http_server.h)
+  EXPECT_EQ(r.status, 431) << r;  // at most 100 header lines (http/http_server.h)
   EXPECT_EQ(r.code(), "request_header_fields_too_large") << r;
   EXPECT_EQ(server_.Get("/api/v1/healthz", "").status, 200);
   EXPECT_EQ(server_.Get("/api/v1/readyz", "").status, 200);

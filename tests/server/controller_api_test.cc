@@ -424,7 +424,7 @@ TEST_F(ControllerApiTest, EventsSinceAndServerSentEvents) {
     (void)server_.Client(kViewerToken)
         ->Stream(
             {.target = absl::StrCat("/api/v1/events/stream?since=", last)},
-            [&](const RawReply& r) {
+            [&](const northbound::RawReply& r) {
               EXPECT_EQ(r.http_status, 200);
               auto type = r.headers.find("Content-Type");
               EXPECT_TRUE(type != r.headers.end() &&
@@ -488,7 +488,7 @@ TEST_F(ControllerApiTest, EventStreamsCannotTakeEveryServerThread) {
       (void)server_.Client(kViewerToken)
           ->Stream(
               {.target = "/api/v1/events/stream"},
-              [&](const RawReply& r) {
+              [&](const northbound::RawReply& r) {
                 EXPECT_EQ(r.http_status, 200);
                 ++open;
                 return true;
@@ -504,7 +504,7 @@ TEST_F(ControllerApiTest, EventStreamsCannotTakeEveryServerThread) {
     (void)server_.Client(kViewerToken)
         ->Stream(
             {.target = "/api/v1/events/stream"},
-            [&](const RawReply& head) {
+            [&](const northbound::RawReply& head) {
               r.status = head.http_status;
               return true;
             },

@@ -9,8 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/config.h"
 #include "core/json.h"
-#include "server/config.h"
 #include "tests/fixtures/sample_jobs.h"
 #include "tests/server/server_fixture.h"
 
@@ -183,14 +183,15 @@ template <typename T>
 void ExpectPlannerKey(const std::string& key, const std::string& good, T ControllerOptions::*field,
                       T want, T default_value, const std::vector<std::string>& bad_values) {
   std::vector<core::Problem> problems;
-  auto config = ParseServeConfig("{\"" + key + "\": " + good + "}", ServeConfig{}, &problems);
+  auto config =
+      cli::ParseServeConfig("{\"" + key + "\": " + good + "}", cli::ServeConfig{}, &problems);
   ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
   EXPECT_EQ(config->controller.*field, want) << key;
-  EXPECT_EQ(ServeConfig{}.controller.*field, default_value) << key;
+  EXPECT_EQ(cli::ServeConfig{}.controller.*field, default_value) << key;
   for (const std::string& bad : bad_values) {
     const std::string text = "{\"" + key + "\": " + bad + "}";
     problems.clear();
-    EXPECT_FALSE(ParseServeConfig(text, ServeConfig{}, &problems)) << text;
+    EXPECT_FALSE(cli::ParseServeConfig(text, cli::ServeConfig{}, &problems)) << text;
     ASSERT_EQ(problems.size(), 1u) << text;
     EXPECT_EQ(problems[0].path, key);
   }

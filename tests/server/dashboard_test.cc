@@ -1,4 +1,4 @@
-// The dashboard's files (server/web_assets.h): compiled into the binary, served at /
+// The dashboard's files (northbound/web_assets.h): compiled into the binary, served at /
 // and /ui/ without a token (they hold no data), with their media type, an ETag that revalidates
 // to 304, and a policy that keeps the page to its origin; the API still needs the token. Also
 // GET /whoami, which the page reads to show write actions only to roles that may use them, and
@@ -7,7 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/web_assets.h"
+#include "northbound/web_assets.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -25,19 +25,19 @@ TEST(WebAssetsTest, EveryFileOfTheDashboardIsEmbedded) {
        {"index.html", "app.js", "api.js", "fabric.js", "jobs.js", "plan.js", "events.js",
         "charts.js", "topology.js", "util.js", "style.css", "vendor/cytoscape.min.js",
         "vendor/uPlot.iife.min.js", "vendor/uPlot.min.css"}) {
-    const WebAsset* asset = FindWebAsset(absl::StrCat("/ui/", path));
+    const northbound::WebAsset* asset = northbound::FindWebAsset(absl::StrCat("/ui/", path));
     ASSERT_NE(asset, nullptr) << path;
     EXPECT_FALSE(asset->body.empty()) << path;
     EXPECT_EQ(asset->etag.front(), '"');
   }
-  EXPECT_EQ(FindWebAsset("/")->path, "index.html");
-  EXPECT_EQ(FindWebAsset("/ui/")->path, "index.html");
-  EXPECT_EQ(FindWebAsset("/ui/nope.js"), nullptr);
-  EXPECT_EQ(FindWebAsset("/api/v1/jobs"), nullptr);
-  EXPECT_TRUE(IsDashboardPath("/"));
-  EXPECT_TRUE(IsDashboardPath("/ui/x"));
-  EXPECT_FALSE(IsDashboardPath("/uix"));
-  EXPECT_FALSE(IsDashboardPath("/api/v1/jobs"));
+  EXPECT_EQ(northbound::FindWebAsset("/")->path, "index.html");
+  EXPECT_EQ(northbound::FindWebAsset("/ui/")->path, "index.html");
+  EXPECT_EQ(northbound::FindWebAsset("/ui/nope.js"), nullptr);
+  EXPECT_EQ(northbound::FindWebAsset("/api/v1/jobs"), nullptr);
+  EXPECT_TRUE(northbound::IsDashboardPath("/"));
+  EXPECT_TRUE(northbound::IsDashboardPath("/ui/x"));
+  EXPECT_FALSE(northbound::IsDashboardPath("/uix"));
+  EXPECT_FALSE(northbound::IsDashboardPath("/api/v1/jobs"));
 }
 
 TEST(DashboardTest, FilesAreServedWithoutATokenAndRevalidate) {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/cmd_serve.h"
 #include "southbound/emulator/emulated_switch.h"
+#include "southbound/p4runtime_switch_client.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -32,7 +32,7 @@ class EmulatedFabricTest : public ::testing::Test {
       switches_.push_back(std::move(*sw));
     }
     TestServerOptions options;
-    options.factory = P4RuntimeSwitchClientFactory();  // what `inac serve` uses
+    options.factory = southbound::CreateP4RuntimeClient;  // what `inac serve` uses
     server_ = std::make_unique<TestServer>(options);
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_EQ(server_->PutTopology(topology_), 200);

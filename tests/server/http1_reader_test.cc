@@ -1,9 +1,9 @@
-// The HTTP/1.1 request reader (server/http1_reader.h) without a socket: Content-Length and chunked
+// The HTTP/1.1 request reader (http/http1_reader.h) without a socket: Content-Length and chunked
 // bodies, the request-smuggling refusals (both framings, other codings, conflicting lengths),
 // obs-fold, versions, the size limits (414, 431, 413), pipelining leftovers and keep-alive, and
 // the same requests whether the bytes arrive at once or one by one. The server's own tests
 // (http_server_test.cc, bad_input_test.cc) check the same refusals over loopback.
-#include "server/http1_reader.h"
+#include "http/http1_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// The event-driven HTTP server (server/http_server.h) against hostile and unusual clients, over
+// The event-driven HTTP server (http/http_server.h) against hostile and unusual clients, over
 // loopback with raw sockets: idle and slowloris connections do not stall other clients, header and
 // body limits and timeouts hold, pipelined requests are answered in order, connection caps answer
 // 503, and a second server cannot bind a taken address. No timed assertions: timeouts are set
 // short and the tests wait for the outcome (bounded).
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -84,8 +84,8 @@ bool Closed(int fd) {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void Start(HttpServerOptions options = {}) {
-    server_ = std::make_unique<HttpServer>(
+  void Start(http::HttpServerOptions options = {}) {
+    server_ = std::make_unique<http::HttpServer>(
         options, [this](httplib::Request& req, httplib::Response& res) {
           handled_++;
           if (req.path == "/slow") std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -117,7 +117,7 @@ class HttpServerTest : public ::testing::Test {
     return Read(fd);
   }
 
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
   std::thread thread_;
   int port_ = 0;
   std::atomic<int> handled_{0};
@@ -137,7 +137,7 @@ TEST_F(HttpServerTest, AnswersWithContentLengthAndKeepsTheConnection) {
 }
 
 TEST_F(HttpServerTest, IdleAndSlowlorisConnectionsDoNotStallOthers) {
-  HttpServerOptions o;
+  http::HttpServerOptions o;
   o.workers = 2;
   Start(o);
   // Far more idle and trickling connections than handler threads.
@@ -156,7 +156,7 @@ TEST_F(HttpServerTest, IdleAndSlowlorisConnectionsDoNotStallOthers) {
 }
 
 TEST_F(HttpServerTest, HeadersThatDoNotArriveInTimeAre408AndClosed) {
-  HttpServerOptions o;
+  http::HttpServerOptions o;
   o.header_timeout_ms = 300;
   Start(o);
   int fd = Open();
@@ -169,7 +169,7 @@ TEST_F(HttpServerTest, HeadersThatDoNotArriveInTimeAre408AndClosed) {
 }
 
 TEST_F(HttpServerTest, OversizedHeadersAndRequestLinesAreRefused) {
-  HttpServerOptions o;
+  http::HttpServerOptions o;
   o.max_header_bytes = 4096;
   o.max_headers = 10;
   o.max_request_line_bytes = 1024;
@@ -208,7 +208,7 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
 }
 
 TEST_F(HttpServerTest, ChunkedBodiesExpectContinueAndTheBodyLimit) {
-  HttpServerOptions o;
+  http::HttpServerOptions o;
   o.max_body_bytes = 100;
   Start(o);
   int fd = Open();
@@ -254,7 +254,7 @@ TEST_F(HttpServerTest, MalformedRequestsAre400AndOtherVersions505) {
 }
 
 TEST_F(HttpServerTest, ConnectionsBeyondTheCapAre503) {
-  HttpServerOptions o;
+  http::HttpServerOptions o;
   o.max_connections_per_client = 5;
   Start(o);
   for (int i = 0; i < 5; ++i) Open();
@@ -277,7 +277,7 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheCapAre503) {
 }
 
 TEST_F(HttpServerTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
-  HttpServerOptions o;
+  http::HttpServerOptions o;
   o.idle_timeout_ms = 200;
   Start(o);
   int fd = Open();
@@ -288,7 +288,7 @@ TEST_F(HttpServerTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
 
 TEST_F(HttpServerTest, ASecondServerCannotBindATakenAddress) {
   Start();
-  HttpServer second({}, [](httplib::Request&, httplib::Response&) {});
+  http::HttpServer second({}, [](httplib::Request&, httplib::Response&) {});
   auto bound = second.Bind("127.0.0.1", port_);
   ASSERT_FALSE(bound.ok());
   EXPECT_EQ(bound.status().code(), absl::StatusCode::kUnavailable);
@@ -297,8 +297,8 @@ TEST_F(HttpServerTest, ASecondServerCannotBindATakenAddress) {
 
 TEST_F(HttpServerTest, StreamsAreChunkedAndEndWhenTheClientLeaves) {
   std::atomic<bool> released{false};
-  server_ = std::make_unique<HttpServer>(
-      HttpServerOptions{}, [&](httplib::Request&, httplib::Response& res) {
+  server_ = std::make_unique<http::HttpServer>(
+      http::HttpServerOptions{}, [&](httplib::Request&, httplib::Response& res) {
         res.status = 200;
         res.set_chunked_content_provider(
             "text/event-stream",

@@ -15,7 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/config.h"
+#include "cli/config.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -340,12 +340,14 @@ TEST_F(InaCountersRateTest, ReadsAtMostOncePerPeriodPerSwitch) {
 
 TEST(InaCountersConfigTest, PeriodIsAConfigOption) {
   std::vector<core::Problem> problems;
-  auto config = ParseServeConfig(R"({"counters_period_ms": 500})", ServeConfig{}, &problems);
+  auto config =
+      cli::ParseServeConfig(R"({"counters_period_ms": 500})", cli::ServeConfig{}, &problems);
   ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
   EXPECT_EQ(config->controller.counters_period_ms, 500);
-  EXPECT_EQ(ServeConfig{}.controller.counters_period_ms, 2000);
+  EXPECT_EQ(cli::ServeConfig{}.controller.counters_period_ms, 2000);
   problems.clear();
-  EXPECT_FALSE(ParseServeConfig(R"({"counters_period_ms": -1})", ServeConfig{}, &problems));
+  EXPECT_FALSE(
+      cli::ParseServeConfig(R"({"counters_period_ms": -1})", cli::ServeConfig{}, &problems));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].path, "counters_period_ms");
 }

@@ -103,7 +103,7 @@ TEST(OpenApiContractTest, DocumentNamesExactlyTheRegisteredRoutes) {
   TestServer server;
   ASSERT_TRUE(server.Start().ok());
   // HttpApi::routes() is filled by the registration loop, so it is what the router serves.
-  HttpApi api(&server.controller(), HttpApiOptions{});
+  northbound::HttpApi api(server.controller().services(), northbound::HttpApiOptions{});
   std::set<std::string> served(api.routes().begin(), api.routes().end());
   EXPECT_EQ(served.size(), api.routes().size()) << "a route is registered twice";
   EXPECT_GE(served.size(), 15u);  // sanity: the table was read at all

@@ -18,13 +18,13 @@ namespace inac::server::testing {
 
 using core::Json;
 
-std::vector<ApiToken> DefaultTokens() {
+std::vector<northbound::ApiToken> DefaultTokens() {
   return {
-      ApiToken{"admin", kAdminToken, Role::kAdmin, ""},
-      ApiToken{"operator", kOperatorToken, Role::kOperator, ""},
-      ApiToken{"viewer", kViewerToken, Role::kViewer, ""},
-      ApiToken{"worker-vision", kWorkerToken, Role::kWorker, "vision"},
-      ApiToken{"worker-nlp", kOtherWorkerToken, Role::kWorker, "nlp"},
+      northbound::ApiToken{"admin", kAdminToken, northbound::Role::kAdmin, ""},
+      northbound::ApiToken{"operator", kOperatorToken, northbound::Role::kOperator, ""},
+      northbound::ApiToken{"viewer", kViewerToken, northbound::Role::kViewer, ""},
+      northbound::ApiToken{"worker-vision", kWorkerToken, northbound::Role::kWorker, "vision"},
+      northbound::ApiToken{"worker-nlp", kOtherWorkerToken, northbound::Role::kWorker, "nlp"},
   };
 }
 
@@ -145,10 +145,10 @@ absl::Status TestServer::Start() {
   controller_ =
       std::make_unique<Controller>(storage_.get(), factory, SystemClockMs, options_.controller);
   if (auto s = controller_->Start(); !s.ok()) return s;
-  HttpApiOptions api_options;
+  northbound::HttpApiOptions api_options;
   api_options.tokens = options_.tokens;
   api_options.threads = 8;
-  api_ = std::make_unique<HttpApi>(controller_.get(), api_options);
+  api_ = std::make_unique<northbound::HttpApi>(controller_->services(), api_options);
   auto port = api_->Bind("127.0.0.1", 0);
   if (!port.ok()) return port.status();
   port_ = *port;
@@ -170,12 +170,12 @@ absl::Status TestServer::Restart() {
   return Start();
 }
 
-std::unique_ptr<ApiClient> TestServer::Client(const std::string& token) {
-  ApiClientOptions options;
+std::unique_ptr<northbound::ApiClient> TestServer::Client(const std::string& token) {
+  northbound::ApiClientOptions options;
   options.server = absl::StrCat("http://127.0.0.1:", port_);
   options.token = token;
   options.timeout_ms = 60000;
-  auto client = ApiClient::Create(options);
+  auto client = northbound::ApiClient::Create(options);
   if (!client.ok()) std::abort();  // the URL is always valid
   return *std::move(client);
 }
@@ -184,7 +184,7 @@ Reply TestServer::Call(const std::string& method, const std::string& path, const
                        const std::string& token,
                        const std::multimap<std::string, std::string>& headers) {
   Reply reply;
-  RawRequest request;
+  northbound::RawRequest request;
   request.method = method;
   request.target = path;
   request.body = body;

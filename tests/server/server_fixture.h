@@ -1,8 +1,8 @@
 // Test harness for the server layer: a Controller over a temp-file SQLite database, switches that
 // are FakeSwitchClients shared with the test (or emulated P4Runtime switches), and the REST API
 // served on 127.0.0.1 port 0 by a thread of the test process. Requests go through a real TCP
-// connection: the production client (server/api_client.h), or raw bytes on a socket for requests
-// no client would send (TestServer::Raw). The sample fabric and jobs are the shared ones
+// connection: the production client (northbound/api_client.h), or raw bytes on a socket for
+// requests no client would send (TestServer::Raw). The sample fabric and jobs are the shared ones
 // (tests/fixtures/).
 #pragma once
 
@@ -18,9 +18,9 @@
 #include "absl/status/status.h"
 #include "core/json.h"
 #include "core/topology.h"
-#include "server/api_client.h"
+#include "northbound/api_client.h"
+#include "northbound/http_api.h"
 #include "server/controller.h"
-#include "server/http_api.h"
 #include "southbound/testing/fake_switch_client.h"
 #include "storage/sqlite_storage.h"
 #include "tests/fixtures/sample_jobs.h"
@@ -34,7 +34,7 @@ inline constexpr char kOperatorToken[] = "operator-token-0123456789";
 inline constexpr char kViewerToken[] = "viewer-token-0123456789";
 inline constexpr char kWorkerToken[] = "worker-vision-0123456789";    // tenant "vision"
 inline constexpr char kOtherWorkerToken[] = "worker-nlp-0123456789";  // tenant "nlp"
-std::vector<ApiToken> DefaultTokens();
+std::vector<northbound::ApiToken> DefaultTokens();
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
 class TempDir {
@@ -86,7 +86,7 @@ struct Reply {
 std::ostream& operator<<(std::ostream& os, const Reply& reply);
 
 struct TestServerOptions {
-  std::vector<ApiToken> tokens = DefaultTokens();
+  std::vector<northbound::ApiToken> tokens = DefaultTokens();
   ControllerOptions controller;  // debounce 0, timer 1 h unless set
   SwitchClientFactory factory;   // null: the server's FakeFabric
 };
@@ -111,7 +111,7 @@ class TestServer {
              const std::multimap<std::string, std::string>& headers = {});
   // A client of this server's API with `token` (empty: no Authorization header) and a 60 s
   // timeout, for what Call does not cover (ApiClient::Stream). Not thread-safe: one per thread.
-  std::unique_ptr<ApiClient> Client(const std::string& token = kAdminToken);
+  std::unique_ptr<northbound::ApiClient> Client(const std::string& token = kAdminToken);
   Reply Get(const std::string& path, const std::string& token = kAdminToken) {
     return Call("GET", path, "", token);
   }
@@ -141,7 +141,7 @@ class TestServer {
   FakeFabric fabric_;
   std::unique_ptr<storage::SqliteStorage> storage_;
   std::unique_ptr<Controller> controller_;
-  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<northbound::HttpApi> api_;
   std::thread serve_;
   int port_ = 0;
 };

@@ -9,9 +9,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "northbound/rest_json.h"
 #include "server/job_config.h"
 #include "server/metrics.h"
-#include "server/rest_json.h"
 #include "server/worker_pool.h"
 
 namespace inac::server {
@@ -153,7 +153,7 @@ TEST(JobConfigBuilderTest, RingJobGetsRolesNeighboursAndTheRackTag) {
   plan.jobs.push_back(jp);
   const JobConfig c = BuildJobConfig(job, &plan, {}, &t);
   ASSERT_EQ(c.ring_roles.size(), 4u);
-  const core::Json j = rest::ConfigJson(c);
+  const core::Json j = northbound::rest::ConfigJson(c);
   ASSERT_TRUE(j.contains("ring_roles")) << j.dump();
   const core::Json& roles = j["ring_roles"];
   EXPECT_EQ(roles[0]["role"], "agent");

@@ -1,5 +1,5 @@
-// HTTPS (docs/controller.md "TLS (HTTPS)"): the event-driven server over TLS (server/http_server.h,
-// server/tls_context.h) against the production client (ApiClient over https://, the CA of a
+// HTTPS (docs/controller.md "TLS (HTTPS)"): the event-driven server over TLS (http/http_server.h,
+// http/tls_context.h) against the production client (ApiClient over https://, the CA of a
 // throwaway PKI from tests/fixtures/tls_certs.h) and raw OpenSSL clients for what ApiClient does
 // not do (pipelining, old protocol versions, ALPN, renegotiation); hostile clients (plain HTTP,
 // a TCP connection that never handshakes) on raw sockets. Then the listen rule
@@ -29,10 +29,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/api_client.h"
-#include "server/config.h"
-#include "server/http_api.h"
-#include "server/http_server.h"
+#include "cli/config.h"
+#include "http/http_server.h"
+#include "northbound/api_client.h"
+#include "northbound/http_api.h"
 #include "tests/fixtures/tls_certs.h"
 #include "tests/server/server_fixture.h"
 
@@ -199,15 +199,15 @@ class TlsServerTest : public ::testing::Test {
     if (thread_.joinable()) thread_.join();
     for (int fd : fds_) ::close(fd);
   }
-  HttpServerOptions TlsOptions() {
-    HttpServerOptions options;
+  http::HttpServerOptions TlsOptions() {
+    http::HttpServerOptions options;
     options.tls_cert_file = files_.server_cert;
     options.tls_key_file = files_.server_key;
     return options;
   }
   // A TLS server on `host`:0 answering "<METHOD> <path>" (and a three-event stream on /stream).
-  void Start(HttpServerOptions options, const std::string& host = "127.0.0.1") {
-    server_ = std::make_unique<HttpServer>(
+  void Start(http::HttpServerOptions options, const std::string& host = "127.0.0.1") {
+    server_ = std::make_unique<http::HttpServer>(
         options, [this](httplib::Request& req, httplib::Response& res) {
           handled_++;
           res.status = 200;
@@ -231,14 +231,14 @@ class TlsServerTest : public ::testing::Test {
     host_ = host;
     thread_ = std::thread([this] { server_->Serve(); });
   }
-  std::unique_ptr<ApiClient> Client(const std::string& ca, bool keep_alive = false,
-                                    const std::string& scheme = "https://") {
-    ApiClientOptions options;
+  std::unique_ptr<northbound::ApiClient> Client(const std::string& ca, bool keep_alive = false,
+                                                const std::string& scheme = "https://") {
+    northbound::ApiClientOptions options;
     options.server = absl::StrCat(scheme, host_, ":", port_);
     options.ca_cert_file = ca;
     options.keep_alive = keep_alive;
     options.timeout_ms = 20000;
-    auto client = ApiClient::Create(options);
+    auto client = northbound::ApiClient::Create(options);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? std::move(*client) : nullptr;
   }
@@ -259,7 +259,7 @@ class TlsServerTest : public ::testing::Test {
 
   TempDir dir_;
   TlsTestFiles files_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
   std::thread thread_;
   std::string host_;
   int port_ = 0;
@@ -304,17 +304,17 @@ TEST_F(TlsServerTest, VerificationFailsWithoutTheRightCa) {
   ASSERT_FALSE(reply.ok());
   EXPECT_TRUE(absl::StrContains(reply.status().message(), "certificate verify failed"))
       << reply.status();
-  EXPECT_EQ(ExitCodeFor(reply.status()), 1);
+  EXPECT_EQ(northbound::ExitCodeFor(reply.status()), 1);
   EXPECT_EQ(handled_, 0);  // nothing was sent to a server that did not verify
   // A CA file that is not PEM is refused when the client is made.
-  ApiClientOptions bad;
+  northbound::ApiClientOptions bad;
   bad.server = absl::StrCat("https://127.0.0.1:", port_);
   bad.ca_cert_file = files_.not_pem;
-  auto made = ApiClient::Create(bad);
+  auto made = northbound::ApiClient::Create(bad);
   EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(made.status().message(), files_.not_pem)) << made.status();
   bad.ca_cert_file = dir_.File("missing.pem");
-  EXPECT_EQ(ApiClient::Create(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(northbound::ApiClient::Create(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(TlsServerTest, TheServerNameMustBeInTheCertificate) {
@@ -349,7 +349,7 @@ TEST_F(TlsServerTest, PlainHttpToTheTlsPortIsRefusedAndOthersAreServed) {
 }
 
 TEST_F(TlsServerTest, AConnectionThatNeverHandshakesIsClosedAfterTheHeaderTimeout) {
-  HttpServerOptions options = TlsOptions();
+  http::HttpServerOptions options = TlsOptions();
   options.header_timeout_ms = 300;
   Start(options);
   int silent = OpenTcp();   // connects and sends nothing
@@ -467,7 +467,7 @@ TEST_F(TlsServerTest, RenegotiationIsRefused) {
 }
 
 TEST_F(TlsServerTest, ConnectionCapsHoldOverTls) {
-  HttpServerOptions options = TlsOptions();
+  http::HttpServerOptions options = TlsOptions();
   options.max_connections_per_client = 1;
   Start(options);
   auto first = std::make_unique<RawTlsClient>(port_, files_.ca_cert);
@@ -492,10 +492,10 @@ TEST_F(TlsServerTest, ConnectionCapsHoldOverTls) {
 
 TEST_F(TlsServerTest, CertificateProblemsAreReportedByBindWithTheFile) {
   auto bind = [](const std::string& cert, const std::string& key) {
-    HttpServerOptions options;
+    http::HttpServerOptions options;
     options.tls_cert_file = cert;
     options.tls_key_file = key;
-    HttpServer server(options, [](httplib::Request&, httplib::Response&) {});
+    http::HttpServer server(options, [](httplib::Request&, httplib::Response&) {});
     return server.Bind("127.0.0.1", 0).status();
   };
   absl::Status s = bind(dir_.File("missing.pem"), files_.server_key);
@@ -547,20 +547,20 @@ TEST_F(TlsServerTest, TheApiEventStreamOverTls) {
   ASSERT_TRUE(server.Start().ok());
   ASSERT_EQ(server.PutTopology(SmallLeafSpine()), 200);
   ASSERT_GT(server.Submit(SmallLeafSpineJob("over-tls")), 0);
-  HttpApiOptions options;
+  northbound::HttpApiOptions options;
   options.tokens = DefaultTokens();
   options.threads = 4;
   options.server = TlsOptions();
-  HttpApi api(&server.controller(), options);
+  northbound::HttpApi api(server.controller().services(), options);
   auto port = api.Bind("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   std::thread serving([&api] { api.Serve(); });
-  ApiClientOptions client_options;
+  northbound::ApiClientOptions client_options;
   client_options.server = absl::StrCat("https://127.0.0.1:", *port);
   client_options.token = kViewerToken;
   client_options.ca_cert_file = files_.ca_cert;
   client_options.timeout_ms = 30000;
-  auto client = ApiClient::Create(client_options);
+  auto client = northbound::ApiClient::Create(client_options);
   ASSERT_TRUE(client.ok()) << client.status();
   auto jobs = (*client)->Call("GET", "/jobs");
   ASSERT_TRUE(jobs.ok()) << jobs.status();
@@ -608,13 +608,13 @@ TEST(ListenRuleTest, EveryCombination) {
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.host, " tokens=", c.tokens, " tls=", c.tls,
                               " allow_insecure_http=", c.allow_insecure));
-    const absl::Status s = CheckListenRule(c.host, c.tokens, c.tls, c.allow_insecure);
+    const absl::Status s = northbound::CheckListenRule(c.host, c.tokens, c.tls, c.allow_insecure);
     EXPECT_EQ(s.ok(), c.allowed) << s;
     if (!c.allowed) {
       EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
     }
     // The configuration's check agrees.
-    ServeConfig config;
+    cli::ServeConfig config;
     config.listen = absl::StrCat(absl::StrContains(c.host, ":") ? "[" : "", c.host,
                                  absl::StrContains(c.host, ":") ? "]" : "", ":8443");
     if (c.tokens) config.tokens = DefaultTokens();
@@ -623,10 +623,10 @@ TEST(ListenRuleTest, EveryCombination) {
       config.http.tls_key_file = "key.pem";
     }
     config.allow_insecure_http = c.allow_insecure;
-    EXPECT_EQ(CheckListenAllowed(config).ok(), c.allowed) << CheckListenAllowed(config);
+    EXPECT_EQ(cli::CheckListenAllowed(config).ok(), c.allowed) << cli::CheckListenAllowed(config);
   }
   // The message names the fixes.
-  const std::string m(CheckListenRule("0.0.0.0", true, false, false).message());
+  const std::string m(northbound::CheckListenRule("0.0.0.0", true, false, false).message());
   EXPECT_TRUE(absl::StrContains(m, "\"tls\"")) << m;
   EXPECT_TRUE(absl::StrContains(m, "--tls-cert")) << m;
   EXPECT_TRUE(absl::StrContains(m, "allow_insecure_http")) << m;
@@ -635,17 +635,17 @@ TEST(ListenRuleTest, EveryCombination) {
 TEST(ListenRuleTest, HttpApiBindRefusesTokensInTheClearBeforeBinding) {
   TestServer server;
   ASSERT_TRUE(server.Start().ok());
-  HttpApiOptions options;
+  northbound::HttpApiOptions options;
   options.tokens = DefaultTokens();
-  HttpApi api(&server.controller(), options);
+  northbound::HttpApi api(server.controller().services(), options);
   // Refused by the rule: nothing is bound (a non-loopback address is never bound here).
   auto bound = api.Bind("0.0.0.0", 0);
   EXPECT_EQ(bound.status().code(), absl::StatusCode::kFailedPrecondition) << bound.status();
   EXPECT_TRUE(absl::StrContains(bound.status().message(), "plain HTTP")) << bound.status();
-  HttpApiOptions no_tokens;
-  HttpApi open_api(&server.controller(), no_tokens);
+  northbound::HttpApiOptions no_tokens;
+  northbound::HttpApi open_api(server.controller().services(), no_tokens);
   no_tokens.allow_insecure_http = true;
-  HttpApi open_api_override(&server.controller(), no_tokens);
+  northbound::HttpApi open_api_override(server.controller().services(), no_tokens);
   EXPECT_EQ(open_api.Bind("0.0.0.0", 0).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(open_api_override.Bind("0.0.0.0", 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -657,9 +657,9 @@ class ServeConfigTlsTest : public ::testing::Test {
     auto files = fixtures::WriteTlsTestFiles(dir_.path());
     ASSERT_TRUE(files.ok()) << files.status();
   }
-  std::optional<ServeConfig> Parse(const std::string& text) {
+  std::optional<cli::ServeConfig> Parse(const std::string& text) {
     problems_.clear();
-    return ParseServeConfig(text, ServeConfig{}, &problems_, dir_.path());
+    return cli::ParseServeConfig(text, cli::ServeConfig{}, &problems_, dir_.path());
   }
   bool HasProblemAt(const std::string& path) const {
     for (const core::Problem& p : problems_) {

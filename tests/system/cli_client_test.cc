@@ -1,4 +1,4 @@
-// The CLI's client verbs (server/cmd_client.h) against a real `inac serve` process: each verb is
+// The CLI's client verbs (cli/cmd_client.h) against a real `inac serve` process: each verb is
 // run as its own `inac` process, its stdout and exit code checked, and the effect read back over
 // REST. No switches: the topology has no p4runtime endpoints (planning only).
 #include <sys/wait.h>

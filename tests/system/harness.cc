@@ -314,11 +314,11 @@ int ControllerProcess::Terminate() {
 // REST
 
 Rest::Rest(const std::string& host_port, absl::Duration timeout) {
-  server::ApiClientOptions options;
+  northbound::ApiClientOptions options;
   options.server = absl::StrCat("http://", host_port);
   options.timeout_ms = static_cast<int>(absl::ToInt64Milliseconds(timeout));
   options.keep_alive = true;
-  auto client = server::ApiClient::Create(options);
+  auto client = northbound::ApiClient::Create(options);
   if (client.ok()) client_ = *std::move(client);
 }
 
@@ -328,7 +328,7 @@ Response Rest::Send(const std::string& method, const std::string& path, const st
                     const std::map<std::string, std::string>& headers) {
   Response r;
   if (!client_) return r;
-  server::RawRequest request;
+  northbound::RawRequest request;
   request.method = method;
   request.target = "/api/v1" + path;
   request.body = body;

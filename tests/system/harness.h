@@ -11,7 +11,7 @@
 //   arbitration) and compares it with a core::SwitchIntent translated by the production
 //   IntentTranslator.
 // - Rest: JSON calls to the controller's /api/v1 through the production client
-//   (server/api_client.h), whatever the answer's status.
+//   (northbound/api_client.h), whatever the answer's status.
 // - The sample fabric and jobs (LeafSpine, LongRunningJob) are the shared ones of
 //   tests/fixtures/.
 //
@@ -43,7 +43,7 @@
 #include "core/plan.h"
 #include "core/topology.h"
 #include "nlohmann/json.hpp"
-#include "server/api_client.h"
+#include "northbound/api_client.h"
 #include "southbound/intent_translator.h"
 #include "southbound/switch_session.h"
 #include "tests/fixtures/sample_jobs.h"
@@ -143,7 +143,7 @@ class EmulatedFabric {
 
 class ControllerProcess {
  public:
-  // Writes `config` (JSON, server/config.h) to dir/<name>.json and starts
+  // Writes `config` (JSON, cli/config.h) to dir/<name>.json and starts
   // `inac serve --config ... --db <db> --listen 127.0.0.1:0 --log-level debug` plus `extra`.
   absl::Status Start(const std::string& dir, const std::string& name, const std::string& db,
                      const Json& config, const std::vector<std::string>& extra = {});
@@ -170,8 +170,8 @@ struct Response {
 };
 
 // JSON over HTTP to one controller's /api/v1 (`path` is below it), on one kept-alive connection
-// of a server::ApiClient (ApiClient::SendRaw: every status is an answer). Not thread-safe: one per
-// thread.
+// of a northbound::ApiClient (ApiClient::SendRaw: every status is an answer). Not thread-safe: one
+// per thread.
 class Rest {
  public:
   explicit Rest(const std::string& host_port, absl::Duration timeout = absl::Seconds(20));
@@ -187,7 +187,7 @@ class Rest {
   Response Send(const std::string& method, const std::string& path, const std::string& body,
                 const std::map<std::string, std::string>& headers = {});
 
-  std::unique_ptr<server::ApiClient> client_;  // null when host_port is not usable
+  std::unique_ptr<northbound::ApiClient> client_;  // null when host_port is not usable
 };
 
 // POSTs `job` to /jobs and waits (at most 30 s) until GET /jobs/{id} says "running" (every

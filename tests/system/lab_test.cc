@@ -21,9 +21,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/cmd_lab.h"
 #include "core/json.h"
 #include "core/plan.h"
-#include "server/cmd_lab.h"
 #include "southbound/switch_session.h"
 #include "tests/system/harness.h"
 
@@ -68,7 +68,7 @@ bool ProcessRuns(pid_t pid) {
 // Why the lab tests cannot run here; "" when they can.
 std::string LabSkipReason() {
   if (geteuid() != 0) return "the lab tests need root (network namespaces, veth interfaces)";
-  auto bmv2 = server::FindBmv2("");
+  auto bmv2 = cli::FindBmv2("");
   if (!bmv2.ok()) return std::string(bmv2.status().message());
   if (std::system((*bmv2 + " --version >/dev/null 2>&1").c_str()) != 0) {
     return *bmv2 +
