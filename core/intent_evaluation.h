@@ -49,7 +49,7 @@
 //    comes back through u. The tag sustains λ ≤ W_eff · B / (hold_us · 125 · u_t), with B the
 //    switch's aggregator_bytes, 125 bytes per Gbit·µs, and W_eff the effective window: the
 //    distinct aggregators aggregator_base + ((slot_offset + i) mod aggregator_count), i <
-//    window, the workers address (agent/worker.cc), where an aggregator that k tags' windows on
+//    window, the workers address (agent/worker.h), where an aggregator that k tags' windows on
 //    that switch cover (every JobAggregationIntent there, ring tags included) counts 1/k for each.
 //  - Rates: max-min fair progressive filling over the jobs (raise every unfrozen λ together;
 //    freeze the jobs crossing the first saturated link, processing or ingress resource; each
