@@ -21,8 +21,9 @@ PACKAGES=(
   etcd-server etcd-client
   chromium
 )
-# The dashboard's browser test (tests/browser, docs/dashboard.md) runs on Node.js with npm; the
-# machine's own Node.js (>= 20) is kept when present, Debian's otherwise.
+# The dashboard's browser test (tests/browser, docs/dashboard.md) and the API contract test
+# (tests/contract) run on Node.js with npm; the machine's own Node.js (>= 20) is kept when present,
+# Debian's otherwise.
 if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs); fi
 if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(npm); fi
 
@@ -62,13 +63,16 @@ if [ -x "$peers/install-runtime-deps.sh" ]; then
   fi
 fi
 
-# The browser test's one npm package (playwright-core, which drives Debian's chromium and
-# downloads no browser), pinned by tests/browser/package-lock.json.
-browser_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
-if [ -f "$browser_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
-  if (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
-    echo "install-deps: browser test packages ready ($browser_tests/node_modules)"
-  else
-    echo "install-deps: npm ci failed in $browser_tests; the browser test will skip" >&2
+# The npm packages of the Node.js tests, each folder pinned by its package-lock.json: the browser
+# test's playwright-core (which drives Debian's chromium and downloads no browser), and the API
+# contract test's validator (ajv, ajv-formats, yaml).
+for folder in browser contract; do
+  node_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/$folder"
+  if [ -f "$node_tests/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+    if (cd "$node_tests" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+      echo "install-deps: $folder test packages ready ($node_tests/node_modules)"
+    else
+      echo "install-deps: npm ci failed in $node_tests; the $folder test will skip" >&2
+    fi
   fi
-fi
+done
