@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/json.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "server/data_path.h"
 #include "server/job_config.h"
 #include "server/metrics.h"

@@ -11,6 +11,6 @@ done
 # The simulator's sweep (memory x model mix, PS turnaround) runs only when asked for by name.
 "$BUILD/bench/sim_bench" sweep
 start=$(date +%s%N)
-"$BUILD/server/inac" topo generate fat-tree --k 32 > /dev/null
+"$BUILD/cli/inac" topo generate fat-tree --k 32 > /dev/null
 end=$(date +%s%N)
 echo "{\"bench\":\"cli_topo_generate\",\"k\":32,\"wall_ms\":$(( (end - start) / 1000000 ))}"

@@ -4,7 +4,7 @@
 # and, where `inac plan` exists, plans the sample jobs with GRID/InArt.
 set -euo pipefail
 BUILD=${1:-build}
-INAC="$BUILD/server/inac"
+INAC="$BUILD/cli/inac"
 [ -x "$INAC" ] || { echo "run-demo: $INAC not built" >&2; exit 1; }
 
 if "$INAC" serve --help >/dev/null 2>&1; then

@@ -26,7 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/job.h"
 #include "core/plan.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "scheduler/batch/noise_scale.h"
 
 namespace inac::server {

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "server/services.h"
 #include "server/switch_fleet.h"
 #include "storage/etcd/etcd_client.h"

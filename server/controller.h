@@ -55,7 +55,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/job.h"
 #include "core/plan.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "core/topology.h"
 #include "scheduler/planner.h"
 #include "server/batch_refit.h"

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "core/job.h"
-#include "core/ports.h"
+#include "core/stores.h"
 
 namespace inac::server {
 

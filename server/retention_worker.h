@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "server/event_hub.h"
 #include "server/metrics.h"
 #include "storage/retention.h"

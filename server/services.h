@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "core/job.h"
 #include "core/plan.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "core/topology.h"
 #include "server/data_path.h"
 #include "server/job_config.h"

@@ -29,7 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/plan.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "core/topology.h"
 #include "server/event_hub.h"
 #include "server/metrics.h"

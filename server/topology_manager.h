@@ -7,7 +7,7 @@
 
 #include <functional>
 
-#include "core/ports.h"
+#include "core/stores.h"
 #include "server/event_hub.h"
 #include "server/services.h"
 #include "server/switch_fleet.h"

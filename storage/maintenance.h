@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/ports.h"
+#include "core/stores.h"
 
 namespace inac::storage {
 

@@ -1,6 +1,6 @@
 // Retention of finished jobs and audit entries (docs/storage.md "Retention"): the batched prune
 // that the controller runs periodically (server/retention_worker.h) and `inac db prune` runs
-// offline (storage/maintenance.h). Written against core/ports.h only, so both storages run it.
+// offline (storage/maintenance.h). Written against core/stores.h only, so both storages run it.
 //
 // Each batch is one transaction of at most `batch_rows` rows (JobStore::PruneFinished,
 // AuditLog::Prune), followed by a short pause: a writer (a job submission, the controller loop)
@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "core/ports.h"
+#include "core/stores.h"
 
 namespace inac::storage {
 

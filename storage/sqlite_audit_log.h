@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/ports.h"
+#include "core/stores.h"
 #include "storage/sqlite_database.h"
 
 namespace inac::storage {

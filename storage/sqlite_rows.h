@@ -13,7 +13,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "absl/status/statusor.h"
-#include "core/ports.h"
+#include "core/stores.h"
 
 namespace inac::storage::rows {
 

@@ -1,4 +1,4 @@
-// core/ports.h on SQLite. Schema: storage/migrations/*.sql; guarantees and fault
+// core/stores.h on SQLite. Schema: storage/migrations/*.sql; guarantees and fault
 // behaviour: docs/storage.md.
 //
 // Durability: a write that returned OK is in the WAL and fsynced (synchronous=FULL) -- it survives
@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "core/ports.h"
+#include "core/stores.h"
 #include "storage/sqlite_audit_log.h"
 #include "storage/sqlite_database.h"
 #include "storage/sqlite_rows.h"

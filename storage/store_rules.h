@@ -1,4 +1,4 @@
-// Semantic rules shared by every implementation of core/ports.h (SqliteStorage and
+// Semantic rules shared by every implementation of core/stores.h (SqliteStorage and
 // InMemoryStorage), so that both behave the same by construction: argument checks and the one
 // function that applies a JobUpdate.
 #pragma once
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/ports.h"
+#include "core/stores.h"
 
 namespace inac::storage {
 

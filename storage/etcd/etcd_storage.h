@@ -1,4 +1,4 @@
-// core/ports.h on etcd (docs/ha.md): the replicated store of a cluster of controllers.
+// core/stores.h on etcd (docs/ha.md): the replicated store of a cluster of controllers.
 //
 // What lives where. The inputs of planning -- jobs, their idempotency keys, the topology (with
 // its link states) -- and the event log are in etcd, under `prefix`:
@@ -27,7 +27,7 @@
 // comparing mod revisions; a stale read only costs a retry. ReadSnapshot reads every etcd range at
 // one revision.
 //
-// Errors: those of core/ports.h; Unavailable also when this controller is not the leader ("not
+// Errors: those of core/stores.h; Unavailable also when this controller is not the leader ("not
 // the leader") or etcd cannot commit (no quorum, unreachable).
 //
 // Thread safety: every method may be called from any thread; writes are serialised by a mutex.
@@ -41,7 +41,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "core/ports.h"
+#include "core/stores.h"
 #include "storage/etcd/etcd_client.h"
 
 namespace inac::storage::etcd {

@@ -1,4 +1,4 @@
-// In-memory implementation of core/ports.h for unit tests of the scheduler-facing, southbound and
+// In-memory implementation of core/stores.h for unit tests of the scheduler-facing, southbound and
 // server code (fakes, not mocks: docs/architecture.md "Tests"). Same semantics as SqliteStorage --
 // both pass tests/storage/store_contract_test.cc -- except durability: everything is lost with the
 // object.
@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "core/ports.h"
+#include "core/stores.h"
 
 namespace inac::storage {
 

@@ -32,7 +32,7 @@ PS_ID = "ps0"
 
 
 def inac_bin():
-    return os.environ.get("INAC_BIN") or os.path.join(REPO, "build", "server", "inac")
+    return os.environ.get("INAC_BIN") or os.path.join(REPO, "build", "cli", "inac")
 
 
 def loopback(net, host):

@@ -1,4 +1,4 @@
-// The store contract of core/ports.h for the audit log and the retention of finished jobs
+// The store contract of core/stores.h for the audit log and the retention of finished jobs
 // (docs/storage.md "Retention"), run like store_contract_test.cc against InMemoryStorage,
 // SqliteStorage on ":memory:" and SqliteStorage on a temporary file; plus storage/retention.h's
 // batched prune, which both the controller and `inac db prune` run.
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/ports.h"
+#include "core/stores.h"
 #include "storage/retention.h"
 #include "storage/sqlite_storage.h"
 #include "storage/testing/in_memory_stores.h"

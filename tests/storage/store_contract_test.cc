@@ -1,4 +1,4 @@
-// The contract of core/ports.h, run against every implementation: InMemoryStorage, SqliteStorage
+// The contract of core/stores.h, run against every implementation: InMemoryStorage, SqliteStorage
 // on ":memory:", SqliteStorage on a real temporary file, and EtcdStorage on a one-member etcd
 // started by the test (tests/ha/etcd_cluster.h; skipped when no etcd binary is installed). The
 // fakes other layers test with are thereby held to the same semantics as production storage.
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/ports.h"
+#include "core/stores.h"
 #include "storage/etcd/etcd_storage.h"
 #include "storage/sqlite_storage.h"
 #include "storage/testing/in_memory_stores.h"
