@@ -41,13 +41,25 @@ void AddClientOptions(CLI::App* cmd, ClientArgs* a) {
   AddCaCertOption(cmd, &a->ca_cert);
 }
 
-// Prints `status` on stderr and ends the verb with its exit code.
+// Whether this run sends a token (--token or $INAC_TOKEN), for the hint of a 401. One verb per
+// process: set by Connect.
+bool g_sends_token = false;
+
+// Prints `status` on stderr, with a hint for a refused token, and ends the verb with its exit
+// code.
 [[noreturn]] void Fail(const absl::Status& status) {
   std::cerr << "inac: " << status.message() << "\n";
+  if (status.code() == absl::StatusCode::kUnauthenticated) {
+    std::cerr << (g_sends_token ? "hint: the controller does not know this token (from --token or "
+                                  "$INAC_TOKEN, which may be left over from another controller)\n"
+                                : "hint: this controller has API tokens: pass one with --token or "
+                                  "$INAC_TOKEN (`inac serve --demo` prints an admin token)\n");
+  }
   throw CLI::RuntimeError(northbound::ExitCodeFor(status));
 }
 
 std::unique_ptr<northbound::ApiClient> Connect(const ClientArgs& a) {
+  g_sends_token = !a.token.empty();
   northbound::ApiClientOptions options{a.server, a.token};
   options.ca_cert_file = a.ca_cert;
   auto client = northbound::ApiClient::Create(options);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/cli.h"
 #include "core/json.h"
+#include "core/validation.h"
 #include "storage/maintenance.h"
 
 namespace inac::cli {
@@ -152,18 +153,24 @@ void RunAudit(const AuditArgs& args) {
     core::Json body = {{"entries", entries},
                        {"next_after", page->next_after_seq ? core::Json(*page->next_after_seq)
                                                            : core::Json(nullptr)}};
-    std::cout << body.dump(2) << "\n";
+    // A stored path may hold any byte (the REST layer percent-decodes it): bytes that are not
+    // UTF-8 print as U+FFFD, as GET /audit answers them, instead of aborting the dump.
+    std::cout << body.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << std::left << std::setw(8) << "SEQ" << std::setw(15) << "TIME_MS" << std::setw(18)
             << "ACTOR" << std::setw(10) << "ROLE" << std::setw(8) << "METHOD" << std::setw(7)
             << "STATUS" << std::setw(8) << "JOB"
             << "PATH\n";
+  // The table escapes what a request brought (core::EscapeForLog): a stored path with a newline
+  // or a terminal escape must not print as a row of its own or reach the terminal raw. --json
+  // escapes by being JSON.
   for (const core::AuditEntry& e : page->entries) {
     std::cout << std::left << std::setw(8) << e.seq << std::setw(15) << e.time_ms << std::setw(18)
-              << e.actor << std::setw(10) << e.role << std::setw(8) << e.method << std::setw(7)
-              << e.status << std::setw(8) << (e.job_id ? absl::StrCat(*e.job_id) : "-") << e.path
-              << "\n";
+              << core::EscapeForLog(e.actor) << std::setw(10) << core::EscapeForLog(e.role)
+              << std::setw(8) << core::EscapeForLog(e.method) << std::setw(7) << e.status
+              << std::setw(8) << (e.job_id ? absl::StrCat(*e.job_id) : "-")
+              << core::EscapeForLog(e.path) << "\n";
   }
   if (page->next_after_seq) {
     std::cout << "more: --after " << *page->next_after_seq << "\n";

@@ -3,6 +3,7 @@
 #include <google/protobuf/text_format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdint>
@@ -61,6 +62,13 @@ int RunSwitch(const SwitchArgs& args) {
     return sw.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure;
   }
   std::cout << "listening on " << (*sw)->address() << std::endl;
+  if (isatty(STDERR_FILENO)) {
+    // A person at a terminal: say that this blocks, and what makes it useful.
+    std::cerr << "inac switch: runs until Ctrl-C or SIGTERM (start it with & or in another "
+                 "terminal); a controller manages it once a topology names it with p4runtime "
+                 "address "
+              << (*sw)->address() << " and device_id " << args.device_id << "\n";
+  }
   spdlog::info("event=switch_started address={} device_id={} pipeline={}", (*sw)->address(),
                args.device_id, options.p4info.has_value() ? args.p4info_file : "none");
   int signal = 0;

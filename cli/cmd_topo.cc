@@ -1,5 +1,8 @@
 #include "cli/cmd_topo.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -19,6 +22,7 @@ struct GenerateArgs {
   int leaves = 4;
   int spines = 2;
   int hosts_per_leaf = 4;
+  int hosts = 5;  // star
   std::string ina = "tor";
   uint64_t seed = 1;
   double link_gbps = 100;
@@ -27,6 +31,7 @@ struct GenerateArgs {
   int p4runtime_base_port = 0;
   std::string target = "emulator";
   bool compact = false;
+  std::string out;  // --out FILE: write there instead of stdout
 };
 
 void AddCommonOptions(CLI::App* cmd, GenerateArgs* a) {
@@ -47,6 +52,9 @@ void AddCommonOptions(CLI::App* cmd, GenerateArgs* a) {
                   "Target kind of those endpoints: emulator (inac switch) | bmv2")
       ->capture_default_str();
   cmd->add_flag("--compact", a->compact, "Print JSON on one line");
+  cmd->add_option("--out", a->out,
+                  "Write the JSON to this file and print a one-line summary instead (large "
+                  "fabrics print tens of KB)");
 }
 
 absl::StatusOr<core::GeneratorOptions> Options(const GenerateArgs& a) {
@@ -68,12 +76,25 @@ absl::StatusOr<core::GeneratorOptions> Options(const GenerateArgs& a) {
   return o;
 }
 
-void Emit(const absl::StatusOr<core::Topology>& t, bool compact) {
+void Emit(const absl::StatusOr<core::Topology>& t, const GenerateArgs& a) {
   if (!t.ok()) {
     std::cerr << "inac: " << t.status().message() << "\n";
     throw CLI::RuntimeError(kExitBadInput);
   }
-  std::cout << core::TopologyToJson(*t).dump(compact ? -1 : 2) << "\n";
+  const std::string json = core::TopologyToJson(*t).dump(a.compact ? -1 : 2) + "\n";
+  if (a.out.empty()) {
+    std::cout << json;
+    return;
+  }
+  std::ofstream file(a.out, std::ios::binary | std::ios::trunc);
+  file << json;
+  file.close();
+  if (!file) {
+    std::cerr << "inac: cannot write " << a.out << ": " << std::strerror(errno) << "\n";
+    throw CLI::RuntimeError(kExitFailure);
+  }
+  std::cout << a.out << ": " << t->switches.size() << " switches, " << t->hosts.size() << " hosts, "
+            << t->links.size() << " links\n";
 }
 
 }  // namespace
@@ -93,8 +114,8 @@ void AddTopoCommand(CLI::App& app) {
   AddCommonOptions(fat, args.get());
   fat->callback([args] {
     auto o = Options(*args);
-    if (!o.ok()) return Emit(o.status(), false);
-    Emit(core::GenerateFatTree(args->k, *o, args->hosts_per_edge), args->compact);
+    if (!o.ok()) return Emit(o.status(), *args);
+    Emit(core::GenerateFatTree(args->k, *o, args->hosts_per_edge), *args);
   });
 
   CLI::App* ls = gen->add_subcommand("leaf-spine", "Leaf-spine: every leaf linked to every spine");
@@ -104,9 +125,18 @@ void AddTopoCommand(CLI::App& app) {
   AddCommonOptions(ls, args.get());
   ls->callback([args] {
     auto o = Options(*args);
-    if (!o.ok()) return Emit(o.status(), false);
-    Emit(core::GenerateLeafSpine(args->leaves, args->spines, args->hosts_per_leaf, *o),
-         args->compact);
+    if (!o.ok()) return Emit(o.status(), *args);
+    Emit(core::GenerateLeafSpine(args->leaves, args->spines, args->hosts_per_leaf, *o), *args);
+  });
+
+  CLI::App* star =
+      gen->add_subcommand("star", "Star: one switch s0 and its hosts h0..h<N-1> (the lab's first)");
+  star->add_option("--hosts", args->hosts, "Hosts on the switch")->required();
+  AddCommonOptions(star, args.get());
+  star->callback([args] {
+    auto o = Options(*args);
+    if (!o.ok()) return Emit(o.status(), *args);
+    Emit(core::GenerateStar(args->hosts, *o), *args);
   });
 
   CLI::App* val =

@@ -204,4 +204,20 @@ absl::StatusOr<Topology> GenerateLeafSpine(int leaves, int spines, int hosts_per
   return t;
 }
 
+absl::StatusOr<Topology> GenerateStar(int hosts, const GeneratorOptions& options) {
+  if (hosts < 1 || hosts > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("a star needs 1..1024 hosts; got ", hosts));
+  }
+  if (auto s = CheckOptions(options); !s.ok()) return s;
+  Topology t;
+  t.switches.push_back(Switch{"s0", {}, {}});
+  for (int h = 0; h < hosts; ++h) {
+    std::string host = absl::StrCat("h", h);
+    t.hosts.push_back(Host{host, std::nullopt, std::nullopt});
+    AddLink(t, "s0", host, options.link_gbps);
+  }
+  PlaceIna(t, {0}, options);
+  return t;
+}
+
 }  // namespace inac::core

@@ -53,4 +53,9 @@ absl::StatusOr<Topology> GenerateFatTree(int k, const GeneratorOptions& options,
 absl::StatusOr<Topology> GenerateLeafSpine(int leaves, int spines, int hosts_per_leaf,
                                            const GeneratorOptions& options);
 
+// Star: one switch (s0) with `hosts` hosts (h0 .. h<hosts-1>) on it, the smallest fabric with
+// in-network aggregation ("tor" or "all" make s0 INA-capable): what `inac lab` starts first.
+// InvalidArgument for fewer than 1 or more than 1024 hosts.
+absl::StatusOr<Topology> GenerateStar(int hosts, const GeneratorOptions& options);
+
 }  // namespace inac::core

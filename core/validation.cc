@@ -66,6 +66,23 @@ std::string IdProblem(std::string_view id, size_t max_bytes) {
   return "";
 }
 
+std::string EscapeForLog(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c > 0x20 && c < 0x7f) {
+      out.push_back(ch);
+    } else {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
 std::string QuoteForMessage(std::string_view text) {
   constexpr size_t kShown = 64;
   if (text.size() <= kShown) return absl::StrCat("\"", Sv(text), "\"");

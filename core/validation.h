@@ -85,6 +85,12 @@ std::string TextProblem(std::string_view text, size_t max_bytes);
 // `text` in double quotes for a message; cut to its first 64 bytes (at a UTF-8 character boundary)
 // plus "..." when longer, so an answer never echoes a huge input.
 std::string QuoteForMessage(std::string_view text);
+// `text` safe to write into a `key=value` log line or a terminal: printable ASCII other than space,
+// `\` and `"` is kept; every other byte (control characters, ESC, DEL, space, non-ASCII) becomes
+// `\xHH`, and `\` and `"` become `\\` and `\"`. So a request-derived string (a path, a method, a
+// token name) can neither end a log line and forge the next one, nor add a key, nor reach a
+// terminal as an escape sequence. Reversible; the empty string stays empty.
+std::string EscapeForLog(std::string_view text);
 
 // What kind of problem, for callers that act on it (the controller fails a job whose hosts left
 // the topology, but waits for one that is only unreachable): never parsed from the message.

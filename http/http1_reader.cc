@@ -18,8 +18,24 @@ absl::string_view View(std::string_view s) { return absl::string_view(s.data(), 
 // A tchar (RFC 9110 section 5.6.2), or NUL: std::strchr finds a NUL at the end of the list, and
 // the server has always let it through (see the header's "Kept as the server had them").
 bool IsTokenChar(char c) {
+  // (strchr finds the terminating NUL too: NUL is tested apart.)
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+         (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+}
+
+// RFC 9110 section 5.5: CR, LF and NUL are never part of a field value; a recipient rejects
+// them (a bare LF could end the line for a proxy in front of us and start a header of its own).
+bool IsFieldValue(absl::string_view v) {
+  return std::none_of(v.begin(), v.end(),
+                      [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
+}
+
+// RFC 9112 section 3.2: a request target has no whitespace or control characters.
+bool IsTarget(absl::string_view t) {
+  return std::none_of(t.begin(), t.end(), [](char c) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7f;
+  });
 }
 
 bool IsToken(absl::string_view s) {
@@ -88,6 +104,7 @@ Http1Event Http1Reader::ReadHead(std::string_view head_bytes) {
   }
   const absl::string_view target = parts[1];
   if (target.empty() || target[0] != '/') return Fail(400, "the request target must be a path");
+  if (!IsTarget(target)) return Fail(400, "control character in the request target");
   Http1Request& req = request_;
   req.method = std::string(parts[0]);
   req.version = std::string(parts[2]);
@@ -104,6 +121,9 @@ Http1Event Http1Reader::ReadHead(std::string_view head_bytes) {
     if (colon == absl::string_view::npos || h[0] == ' ' || h[0] == '\t' ||
         !IsToken(h.substr(0, colon))) {
       return Fail(400, "malformed header line");
+    }
+    if (!IsFieldValue(h.substr(colon + 1))) {
+      return Fail(400, "CR, LF or NUL in a header value");
     }
     req.headers.emplace_back(std::string(h.substr(0, colon)),
                              std::string(absl::StripAsciiWhitespace(h.substr(colon + 1))));
@@ -176,13 +196,18 @@ Http1Event Http1Reader::Read(std::string_view in_bytes, size_t* consumed) {
           pos += 2;
         }
         if (rest.empty()) return done(Http1Event::kNeedMore);
+        // The request line is judged first, however the bytes arrived: a long one is 414 (RFC
+        // 9112 section 3), also when the whole head is over its own limit. Of a line whose end has
+        // not arrived, a last CR does not count (its LF may be next).
+        const size_t eol = rest.find("\r\n");
+        const size_t line_bytes = eol != absl::string_view::npos ? eol
+                                  : absl::EndsWith(rest, "\r")   ? rest.size() - 1
+                                                                 : rest.size();
+        if (line_bytes > limits_.max_request_line_bytes) {
+          return done(Fail(414, "request URI is too long"));
+        }
         const size_t end = rest.find("\r\n\r\n");
         if (end == absl::string_view::npos) {
-          const size_t eol = rest.find("\r\n");
-          if ((eol == absl::string_view::npos ? rest.size() : eol) >
-              limits_.max_request_line_bytes) {
-            return done(Fail(414, "request URI is too long"));
-          }
           if (rest.size() > limits_.max_header_bytes) {
             return done(Fail(431, absl::StrCat("request headers are larger than ",
                                                limits_.max_header_bytes, " bytes")));

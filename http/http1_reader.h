@@ -7,16 +7,20 @@
 // Contract (RFC 9112, with the request-smuggling defences). "Refused" means Read returns kError
 // with the status to answer; the reader then reads nothing more.
 //   - Empty lines (CRLF) before a request line are skipped (RFC 9112 section 2.2).
-//   - The head ends at the first CRLF CRLF and its lines are separated by CRLF. The head, its
-//     final CRLF CRLF included, is at most `max_header_bytes` (431); the request line at most
-//     `max_request_line_bytes` (414). Both are checked while the head is still incomplete too,
-//     so an endless head is cut at the limit.
+//   - The head ends at the first CRLF CRLF and its lines are separated by CRLF. The request line
+//     is at most `max_request_line_bytes` (414), judged first however the bytes arrive (also when
+//     the whole head is over its limit; of a line whose end has not arrived, a last CR does not
+//     count); the head, its final CRLF CRLF included, is at most `max_header_bytes` (431). Both
+//     are checked while the head is still incomplete too, so an endless head is cut at the limit.
 //   - The request line is exactly METHOD SP TARGET SP VERSION (single spaces), the method a
 //     token, else 400; the version HTTP/1.1 or HTTP/1.0, another "HTTP/..." is 505, any other
-//     word 400; the target starts with "/" (origin form), else 400.
+//     word 400; the target starts with "/" (origin form) and holds no control character or
+//     whitespace (RFC 9112 section 3.2), else 400.
 //   - At most `max_headers` header lines (431). Each is NAME ":" VALUE with NAME a token (no
 //     whitespace before the colon), else 400; a line that starts with a space or a tab (obs-fold)
-//     is 400. Values are trimmed of ASCII whitespace; names keep their case; repeats are kept.
+//     is 400; a value holding CR, LF or NUL is 400 (RFC 9110 section 5.5; NUL is no token
+//     character either). Values are trimmed of ASCII whitespace; names keep their case; repeats
+//     are kept.
 //   - The body's framing, checked in this order before kHead: Transfer-Encoding together with
 //     Content-Length is 400; a Transfer-Encoding other than "chunked" (case-insensitive) is 501;
 //     repeated Content-Length headers that differ are 400; a Content-Length that is not all
@@ -32,18 +36,13 @@
 //     when it contains "keep-alive" (case-insensitive).
 //   - Pipelining: the bytes after a request belong to the next one: call Read again with them.
 // Kept as the server had them (each a candidate for tightening; RFC 9110/9112 would refuse):
-//   - a bare CR or LF is an ordinary byte of its line, and header values may hold any byte
-//     (control characters, NUL) but CRLF; the target any byte but a space;
-//   - NUL counts as a token character (methods and header names may contain it);
 //   - the framing lookups (Transfer-Encoding, Content-Length, Connection, Expect) take the first
 //     header of that name only (for Content-Length every repeat must match it), and a value up
-//     to its first NUL, as cpp-httplib's get_header_value does (the headers handed over keep the
-//     whole value); Transfer-Encoding is honoured in HTTP/1.0 requests too;
-//   - the limits are checked as the bytes arrive, so some refusals depend on how the bytes were
-//     split: a request line over its limit in a head over its limit is 414 or 431; a request line
-//     of exactly its limit is 414 when its CR arrived without its LF; a chunk-size or trailer line
-//     is refused only if more than `max_chunk_line_bytes` of it (its CR included) were ever
-//     buffered without its LF, whatever its length.
+//     to its first NUL (none is left: values with NUL are refused), as cpp-httplib's
+//     get_header_value does; Transfer-Encoding is honoured in HTTP/1.0 requests too;
+//   - a chunk-size or trailer line is refused only if more than `max_chunk_line_bytes` of it (its
+//     CR included) were ever buffered without its LF, whatever its length, so that refusal
+//     depends on how the bytes were split.
 //
 // Thread safety: one reader per connection, used by one thread at a time.
 #pragma once

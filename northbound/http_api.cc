@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "core/validation.h"
 #include "http/address.h"
 #include "northbound/rest_resources.h"
 #include "northbound/rest_router.h"
@@ -271,10 +272,11 @@ void HttpApi::Routes() {
     std::string pattern = "/api/v1" + entry.path;
     auto brace = pattern.find("{id}");
     if (brace != std::string::npos) {
-      // Job ids are integers below 10^18 (so they always fit an int64_t); other ids are one path
-      // segment.
+      // Job ids are integers below 10^18 (so they always fit an int64_t); other ids (switches,
+      // links) are one path segment of the id character set (core::IdProblem, docs/formats.md
+      // "Limits"): anything else, a decoded control character above all, matches no route (404).
       bool job = entry.path.rfind("/jobs/{id}", 0) == 0;
-      pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([^/]+))");
+      pattern.replace(brace, 4, job ? R"((\d{1,18}))" : R"(([A-Za-z0-9][A-Za-z0-9._~:@+\-]*))");
     }
     if (entry.method != "GET" && entry.method != "DELETE" && entry.method != "PUT" &&
         entry.method != "POST" && entry.method != "PATCH") {
@@ -453,9 +455,12 @@ bool HttpApi::Refused(const httplib::Request& req, const httplib::Response& res,
   if (server::Metrics* metrics = services_.health->metrics(); metrics != nullptr) {
     metrics->CountAuthRefusal(res.status);
   }
+  // Every request-derived value escaped (core::EscapeForLog): the path is percent-decoded, so
+  // without it a request could end this line and forge the next.
   spdlog::warn("event=request_refused status={} reason={} token=\"{}\" remote={} method={} path={}",
-               res.status, std::string(reason), std::string(token_name), req.remote_addr,
-               req.method, req.path);
+               res.status, std::string(reason), core::EscapeForLog(std::string(token_name)),
+               core::EscapeForLog(req.remote_addr), core::EscapeForLog(req.method),
+               core::EscapeForLog(req.path));
   return false;
 }
 
@@ -482,7 +487,8 @@ void HttpApi::Audit(const httplib::Request& req, const httplib::Response& res, c
       metrics->CountAuditFailure();
     }
     spdlog::error("event=audit_append_failed actor=\"{}\" method={} path={} status={} error=\"{}\"",
-                  entry.actor, entry.method, entry.path, entry.status, s.ToString());
+                  core::EscapeForLog(entry.actor), core::EscapeForLog(entry.method),
+                  core::EscapeForLog(entry.path), entry.status, core::EscapeForLog(s.ToString()));
   }
 }
 

@@ -56,50 +56,57 @@ void EventsResource::Register(RouteTable& routes) {
              });
   auto streams = streams_;
   const int max_streams = max_streams_;
-  routes.Add("GET", "/events/stream", Access::kRead,
-             [e, h, streams, max_streams](const httplib::Request& req, httplib::Response& res) {
-               int64_t since = 0;
-               if (!QueryInt(req, res, "since", &since)) return;
-               if (streams->fetch_add(1) >= max_streams) {
-                 streams->fetch_sub(1);
-                 res.set_header("Retry-After", "5");
-                 return SendStatus(res, absl::UnavailableError(absl::StrCat(
-                                            "too many open event streams (at most ", max_streams,
-                                            "); poll GET /events?since= or retry later")));
-               }
-               if (req.has_header("Last-Event-ID")) {
-                 int64_t v = 0;
-                 if (absl::SimpleAtoi(req.get_header_value("Last-Event-ID"), &v)) since = v;
-               }
-               auto cursor = std::make_shared<int64_t>(since);
-               res.set_header("Cache-Control", "no-cache");
-               res.set_chunked_content_provider(
-                   "text/event-stream",
-                   [e, h, cursor](size_t, httplib::DataSink& sink) {
-                     if (!sink.is_writable()) return false;
-                     e->WaitForEvents(*cursor, 1000);
-                     core::EventFilter filter;
-                     filter.after_seq = *cursor;
-                     filter.limit = 500;
-                     auto events = e->Events(filter);
-                     if (!events.ok()) return false;
-                     std::string out;
-                     for (const auto& ev : *events) {
-                       absl::StrAppend(&out, "id: ", ev.seq, "\nevent: ", ev.kind,
-                                       "\ndata: ", EventJson(ev).dump(), "\n\n");
-                       *cursor = ev.seq;
-                     }
-                     if (out.empty()) out = ": keep-alive\n\n";
-                     if (!sink.write(out.data(), out.size())) return false;
-                     if (!h->LoopAlive()) {
-                       sink.done();
-                       return false;
-                     }
-                     return true;
-                   },
-                   // Runs when the response is destroyed: the stream ended.
-                   [streams](bool) { streams->fetch_sub(1); });
-             });
+  routes.Add(
+      "GET", "/events/stream", Access::kRead,
+      [e, h, streams, max_streams](const httplib::Request& req, httplib::Response& res) {
+        int64_t since = 0;
+        if (!QueryInt(req, res, "since", &since)) return;
+        if (since < 0) {  // as on GET /events
+          return BadRequest(res, "since: must be a sequence number >= 0", "since");
+        }
+        if (req.has_header("Last-Event-ID")) {
+          // What an EventSource sends back on reconnecting: an event's id (its sequence).
+          if (!absl::SimpleAtoi(req.get_header_value("Last-Event-ID"), &since) || since < 0) {
+            return BadRequest(res, "Last-Event-ID: must be a sequence number >= 0",
+                              "Last-Event-ID");
+          }
+        }
+        if (streams->fetch_add(1) >= max_streams) {
+          streams->fetch_sub(1);
+          res.set_header("Retry-After", "5");
+          return SendStatus(res, absl::UnavailableError(absl::StrCat(
+                                     "too many open event streams (at most ", max_streams,
+                                     "); poll GET /events?since= or retry later")));
+        }
+        auto cursor = std::make_shared<int64_t>(since);
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [e, h, cursor](size_t, httplib::DataSink& sink) {
+              if (!sink.is_writable()) return false;
+              e->WaitForEvents(*cursor, 1000);
+              core::EventFilter filter;
+              filter.after_seq = *cursor;
+              filter.limit = 500;
+              auto events = e->Events(filter);
+              if (!events.ok()) return false;
+              std::string out;
+              for (const auto& ev : *events) {
+                absl::StrAppend(&out, "id: ", ev.seq, "\nevent: ", ev.kind,
+                                "\ndata: ", EventJson(ev).dump(), "\n\n");
+                *cursor = ev.seq;
+              }
+              if (out.empty()) out = ": keep-alive\n\n";
+              if (!sink.write(out.data(), out.size())) return false;
+              if (!h->LoopAlive()) {
+                sink.done();
+                return false;
+              }
+              return true;
+            },
+            // Runs when the response is destroyed: the stream ended.
+            [streams](bool) { streams->fetch_sub(1); });
+      });
 }
 
 }  // namespace inac::northbound::rest

@@ -10,8 +10,9 @@ void HealthResource::Register(RouteTable& routes) {
   server::HealthService* h = health_;
   routes.Add("GET", "/healthz", Access::kPublic,
              [h](const httplib::Request&, httplib::Response& res) {
-               const bool alive = h->LoopAlive();
-               SendJson(res, alive ? 200 : 503, {{"status", alive ? "ok" : "loop not running"}});
+               if (h->LoopAlive()) return SendJson(res, 200, {{"status", "ok"}});
+               // Like every error: the Error body (api/openapi.yaml).
+               SendError(res, 503, "unavailable", "the control loop is not running");
              });
   routes.Add("GET", "/readyz", Access::kPublic,
              [h](const httplib::Request&, httplib::Response& res) {

@@ -53,6 +53,7 @@ Json ConfigJson(const server::JobConfig& c) {
   j["batch_size"] = c.batch_size;
   j["gradient_bytes"] = c.job.spec.gradient_bytes;
   j["priority"] = c.priority;
+  j["dataplane_priority"] = c.dataplane_priority;
   j["rate_gbps"] = c.rate_gbps;
   j["iteration_ms"] = c.iteration_ms;
   Json shards = Json::array();

@@ -1,27 +1,20 @@
 #!/usr/bin/env bash
-# `make run`: INAC's main job on its embedded defaults. Until the controller service (`inac serve
-# --demo`) exists this generates the demo fabric (fat-tree k=4), validates it and the sample jobs,
-# and, where `inac plan` exists, plans the sample jobs with GRID/InArt.
+# `make run`: `inac serve --demo` (the embedded defaults: SQLite file inac-demo.db beside it, the
+# fat-tree k=4 demo fabric of emulated switches in the process, three sample jobs; it prints the
+# dashboard's URL and an admin token). Runs until Ctrl-C.
 set -euo pipefail
 BUILD=${1:-build}
 INAC="$BUILD/cli/inac"
 [ -x "$INAC" ] || { echo "run-demo: $INAC not built" >&2; exit 1; }
-
-if "$INAC" serve --help >/dev/null 2>&1; then
-  exec "$INAC" serve --demo
+# The demo listens on 127.0.0.1:8080: say what holds it instead of a bare "Address already in use"
+# (most often the README tour's own `inac serve`, still running in the background).
+if (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null; then
+  echo "run-demo: 127.0.0.1:8080 is already in use, so the demo cannot listen there." >&2
+  if command -v ss >/dev/null 2>&1; then
+    ss -ltnp 'sport = :8080' 2>/dev/null | tail -n +2 | sed 's/^/run-demo:   /' >&2 || true
+  fi
+  echo "run-demo: stop it (e.g. the tour's: kill %1, or pkill -f 'inac serve'), or run the" \
+       "demo elsewhere: $INAC serve --demo --listen 127.0.0.1:8081" >&2
+  exit 1
 fi
-
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-echo "== inac topo generate fat-tree --k 4"
-"$INAC" topo generate fat-tree --k 4 --ina tor > "$out/topology.json"
-"$INAC" topo validate "$out/topology.json"
-echo "== inac job validate examples/fat-tree-k4/jobs.json"
-"$INAC" job validate examples/fat-tree-k4/jobs.json --topology "$out/topology.json"
-if "$INAC" plan --help >/dev/null 2>&1; then
-  for alg in atp grid; do
-    echo "== inac plan --algorithm $alg (GRID worked example)"
-    "$INAC" plan --topology examples/grid-example/topology.json \
-      --jobs examples/grid-example/jobs.json --algorithm "$alg"
-  done
-fi
+exec "$INAC" serve --demo

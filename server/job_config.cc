@@ -19,7 +19,7 @@ JobConfig BuildJobConfig(const core::Job& job, const core::Plan* plan,
   config.generation = jp->generation;
   config.algorithm = plan->algorithm;
   config.batch_size = jp->batch_size;
-  config.priority = jp->priority;
+  config.dataplane_priority = jp->priority;
   config.rate_gbps = jp->rate_gbps;
   config.iteration_ms = jp->iteration_ms;
   config.ring = jp->ring;

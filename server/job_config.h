@@ -25,7 +25,10 @@ struct JobConfig {
   uint32_t generation = 0;  // the job's aggregation generation (core::JobPlan::generation)
   std::string algorithm;
   int batch_size = 0;
-  int priority = 0;
+  int priority = 0;  // as submitted (JobSpec::priority)
+  // The integer the switches preempt by (core::JobPlan::priority): under ESA derived from
+  // `priority` and the job's progress, so it changes while the job runs; 0 before it is planned.
+  int dataplane_priority = 0;
   double rate_gbps = 0;
   double iteration_ms = 0;
   struct Shard {

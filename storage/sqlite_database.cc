@@ -233,12 +233,23 @@ void SqliteDatabase::NoteCorruption(const absl::Status& status) {
   if (corruption_.ok()) corruption_ = status;
 }
 
+void SqliteDatabase::NoteWriteOutcome(const absl::Status& status, bool storage_fault) {
+  absl::MutexLock l(&corruption_mu_);
+  if (status.ok()) {
+    write_fault_ = absl::OkStatus();
+  } else if (storage_fault) {
+    write_fault_ = absl::UnavailableError(absl::StrCat("the last write failed (", status.message(),
+                                                       "); not ready until a write succeeds"));
+  }
+}
+
 absl::Status SqliteDatabase::Health() {
   if (in_memory_) return absl::OkStatus();
   INAC_RETURN_IF_ERROR(CheckFile());
   {
     absl::MutexLock l(&corruption_mu_);
     if (!corruption_.ok()) return corruption_;
+    if (!write_fault_.ok()) return write_fault_;
   }
   constexpr char kAction[] = "health check";
   try {
@@ -267,6 +278,11 @@ absl::Status SqliteDatabase::RunTransaction(SQLite::Database& db, const char* be
                                             absl::FunctionRef<absl::Status(SQLite::Database&)> fn) {
   absl::Status status;
   bool committed = false;
+  // Whether SQLite itself failed the write (an error other than a busy lock: I/O, read-only, full)
+  // rather than the transaction answering NotFound, FailedPrecondition, ...: only those make
+  // Health remember a failed write. A file fault is not remembered: CheckFile, which Health runs,
+  // sees it for as long as it lasts.
+  bool storage_fault = false;
   try {
     db.exec(begin);
     status = fn(db);
@@ -284,8 +300,10 @@ absl::Status SqliteDatabase::RunTransaction(SQLite::Database& db, const char* be
   } catch (const SQLite::Exception& e) {
     status = StatusFromException(e, path_, action, SqliteUse::kServing);
     if (e.getErrorCode() != -1 && IsCorruption(e.getExtendedErrorCode())) NoteCorruption(status);
+    storage_fault = e.getErrorCode() != SQLITE_BUSY && e.getErrorCode() != SQLITE_LOCKED;
   } catch (const std::exception& e) {
     status = StatusFromException(e, path_, action, SqliteUse::kServing);
+    storage_fault = true;
   }
   if (!status.ok() && sqlite3_get_autocommit(db.getHandle()) == 0) {
     // Still inside the transaction (SQLite rolls back by itself on some errors, such as FULL).
@@ -300,6 +318,7 @@ absl::Status SqliteDatabase::RunTransaction(SQLite::Database& db, const char* be
                                                    "be lost; restart the controller"));
     }
   }
+  if (write) NoteWriteOutcome(status, storage_fault);
   return status;
 }
 

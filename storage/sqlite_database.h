@@ -104,9 +104,13 @@ class SqliteDatabase {
 
   // Whether the database can durably accept writes now (core::Storage::Health): CheckFile, then
   // Unavailable if any connection has reported the file corrupt (SQLITE_CORRUPT / NOTADB; sticky
-  // until the database is closed: corruption does not heal), then one small read (schema version
-  // and schema) on a fresh read-only connection -- what a restarted controller would read first.
-  // Never writes. About 0.1 ms.
+  // until the database is closed: corruption does not heal), then Unavailable if SQLite failed the
+  // last write transaction -- an error other than a busy lock: an I/O error, a read-only or full
+  // disk -- naming it, until a later write succeeds (a filesystem that turned read-only under the
+  // controller while the file's own checks still pass is seen here; a file fault is not
+  // remembered, CheckFile sees it while it lasts), then one small read (schema version and schema)
+  // on a fresh read-only connection -- what a restarted controller would read first. Never writes.
+  // About 0.1 ms.
   absl::Status Health();
 
  private:
@@ -130,6 +134,9 @@ class SqliteDatabase {
   void RemoveOrphanedWal();
   // Remembers the first corruption an SQLite call reported (for Health).
   void NoteCorruption(const absl::Status& status);
+  // After each write transaction: a success forgets a remembered write failure; a failure that is
+  // the storage's (`storage_fault`) is remembered for Health.
+  void NoteWriteOutcome(const absl::Status& status, bool storage_fault);
 
   const std::string path_;
   const bool in_memory_;
@@ -145,6 +152,7 @@ class SqliteDatabase {
   std::vector<std::unique_ptr<SQLite::Database>> idle_readers_ ABSL_GUARDED_BY(readers_mu_);
   absl::Mutex corruption_mu_;
   absl::Status corruption_ ABSL_GUARDED_BY(corruption_mu_);
+  absl::Status write_fault_ ABSL_GUARDED_BY(corruption_mu_);  // OK, or the last write's failure
 };
 
 // Reads `PRAGMA user_version` and the number of schema objects of `db` without writing.

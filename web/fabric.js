@@ -1,6 +1,7 @@
 // The fabric view: the topology drawn with Cytoscape.js at the positions of layeredLayout
 // (no force layout), switches coloured by aggregator utilisation (the plan's grants over the
-// switch's aggregators), links by the plan's load over their capacity, down links dashed red.
+// switch's aggregators), links by the plan's load over their capacity (shades of blue; red only
+// beyond it), down links dashed red.
 // A click on a switch shows its P4Runtime session, pipeline, versions, errors and table
 // occupancy (GET /switches/{id}); on a link its load and state, with set up/down for admins.
 // Updates are batched (cy.batch) and only rebuild the graph when the topology's version changes.

@@ -78,7 +78,7 @@ export class JobsView {
         tenant: spec.tenant || '',
         state: job.state,
         algorithm: algorithmOf(job, pj, plan),
-        priority: pj ? pj.priority : spec.priority ?? 0,
+        priority: spec.priority ?? 0,  // as submitted; the data-plane one is in the job's facts
         batch: pj && pj.batch_size ? pj.batch_size : spec.batch_size,
         rate: pj ? pj.rate_gbps : null,
         predicted: pj ? pj.iteration_ms : null,
@@ -196,7 +196,8 @@ export class JobView {
       ['State', badge(job.state)],
       ['Tenant', spec.tenant],
       ['Algorithm', algorithmOf(job, pj, plan)],
-      ['Priority', pj ? `${pj.priority} (spec ${spec.priority ?? 0})` : spec.priority ?? 0],
+      ['Priority', spec.priority ?? 0],
+      ['Data-plane priority', pj ? pj.priority : '—'],
       ['Batch size', pj && pj.batch_size ? pj.batch_size : spec.batch_size],
       ['Rate', pj ? `${fmt(pj.rate_gbps, 2)} Gbps` : '—'],
       ['LP bound', pj && pj.lp_bound_gbps != null ? `${fmt(pj.lp_bound_gbps, 2)} Gbps` : '—'],

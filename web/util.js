@@ -50,11 +50,14 @@ export function utilColor(u) {
 }
 export const NO_INA_COLOR = '#3b4a5e';
 
-// Link load 0..1 (of capacity) -> grey when idle, then green .. red.
+// Planned link load over capacity -> grey when idle, blue up to 1, red beyond (over-subscribed).
 export function loadColor(u) {
   if (!u) return '#3d444d';
+  // Planned load is the plan doing its job, not an alarm: shades of blue up to the capacity; only
+  // a load beyond it (the plan over-subscribes the link) is red. Down links are drawn apart.
+  if (u > 1 + 1e-9) return '#f85149';
   const x = Math.max(0, Math.min(1, u));
-  return `hsl(${Math.round(100 * (1 - x))}, 75%, 50%)`;
+  return `hsl(212, ${Math.round(35 + 55 * x)}%, ${Math.round(38 + 24 * x)}%)`;
 }
 
 // Calls fn at most once per `ms`; calls made in between run once at the end of the window.

@@ -620,6 +620,8 @@ describe('the demo fabric with tokens', () => {
     }
     await new Promise((r) => setTimeout(r, 1500));  // the streams notice their clients left
     await call(s, 'streamEvents', { token: viewer, query: '?since=x', expect: 400 });
+    await call(s, 'streamEvents', { token: viewer, query: '?since=-1', expect: 400 });
+    await call(s, 'streamEvents', { token: viewer, headers: { 'Last-Event-ID': '-5' }, expect: 400 });
     await call(s, 'streamEvents', { expect: 401 });
     await call(s, 'streamEvents', { token: worker, expect: 403 });
   });

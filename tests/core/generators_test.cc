@@ -94,6 +94,25 @@ TEST(LeafSpineTest, Counts) {
   EXPECT_FALSE(GenerateLeafSpine(0, 1, 1, o).ok());
 }
 
+TEST(StarTest, OneInaSwitchAndItsHostsAsTheLabsExample) {
+  GeneratorOptions o;
+  o.ina = ParseInaPlacement("tor").value();
+  o.aggregators = 4096;
+  auto t = GenerateStar(5, o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->switches.size(), 1u);
+  EXPECT_EQ(t->switches[0].id, "s0");
+  EXPECT_TRUE(t->switches[0].ina.capable);
+  ASSERT_EQ(t->hosts.size(), 5u);
+  EXPECT_EQ(t->hosts[4].id, "h4");
+  EXPECT_EQ(t->links.size(), 5u);
+  EXPECT_TRUE(ValidateTopology(*t).empty());
+  o.ina = ParseInaPlacement("none").value();
+  EXPECT_FALSE(GenerateStar(3, o)->switches[0].ina.capable);
+  EXPECT_FALSE(GenerateStar(0, o).ok());
+  EXPECT_FALSE(GenerateStar(1025, o).ok());
+}
+
 TEST(GeneratorOptionsTest, ParsesPlacementAndRanges) {
   EXPECT_EQ(ParseInaPlacement("none")->kind, InaPlacement::Kind::kNone);
   EXPECT_FALSE(ParseInaPlacement("random:1.5").ok());

@@ -548,6 +548,32 @@ TEST(JobLimitsTest, DecodedThroughJsonWithPaths) {
 
 // --- Messages -------------------------------------------------------------------------------
 
+// Every byte value: the escaped text is printable ASCII without space, and unescaping gives the
+// input back.
+TEST(MessageLimitsTest, EscapeForLogLeavesOnlyPrintableAsciiAndIsReversible) {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  const std::string escaped = EscapeForLog(all);
+  for (unsigned char c : escaped) EXPECT_TRUE(c > 0x20 && c < 0x7f) << static_cast<int>(c);
+  std::string back;
+  for (size_t i = 0; i < escaped.size(); ++i) {
+    if (escaped[i] != '\\') {
+      back.push_back(escaped[i]);
+    } else if (escaped[i + 1] == 'x') {
+      back.push_back(static_cast<char>(std::stoi(escaped.substr(i + 2, 2), nullptr, 16)));
+      i += 3;
+    } else {
+      back.push_back(escaped[++i]);
+    }
+  }
+  EXPECT_EQ(back, all);
+  EXPECT_EQ(EscapeForLog("/api/v1/switches/s1"), "/api/v1/switches/s1");
+  EXPECT_EQ(EscapeForLog("x\n2026 warning"), "x\\x0a2026\\x20warning");
+  EXPECT_EQ(EscapeForLog("\x1b[31m"), "\\x1b[31m");
+  EXPECT_EQ(EscapeForLog("a\"b\\c"), "a\\\"b\\\\c");
+  EXPECT_EQ(EscapeForLog(""), "");
+}
+
 TEST(MessageLimitsTest, LongInputsAreNotEchoed) {
   EXPECT_EQ(QuoteForMessage("abc"), "\"abc\"");
   EXPECT_EQ(QuoteForMessage(std::string(64, 'a')), "\"" + std::string(64, 'a') + "\"");

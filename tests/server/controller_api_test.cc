@@ -277,9 +277,11 @@ TEST_F(ControllerApiTest, ProgressReRanksEsaPrioritiesInTheSwitches) {
   ASSERT_TRUE(server_.Sync().ok());
   auto priority = [&](int64_t id) {
     Reply r = server_.Get(Job(id, "/config"));
-    return r.status == 200 ? r.json["priority"].get<int>() : -1;
+    return r.status == 200 ? r.json["dataplane_priority"].get<int>() : -1;
   };
   EXPECT_EQ(priority(a), priority(b));
+  // `priority` stays what was submitted; the data-plane one is derived from it.
+  EXPECT_EQ(server_.Get(Job(a, "/config")).json["priority"], 0);
   const int64_t v0 = PlanVersion();
   const Json plan0 = server_.Get("/api/v1/plan").json;
   ASSERT_EQ(server_.Call("POST", Job(b, "/progress"), R"({"iterations_done": 950})").status, 200);

@@ -386,21 +386,30 @@ TEST(Http1ReaderTest, TheSameRequestsHoweverTheBytesArrive) {
 
 // What the reader keeps of the server's behaviour although RFC 9110/9112 would refuse it (the
 // header's "Kept as the server had them"): pinned here so that tightening it is a decision.
-TEST(Http1ReaderTest, QuirksKeptFromTheServer) {
+TEST(Http1ReaderTest, ControlCharactersInTokensValuesAndTargetsAre400) {
   using namespace std::string_literals;
-  // A bare LF is an ordinary byte of a header value.
-  Http1Result r = ReadOne("GET /x HTTP/1.1\r\nX-A: 1\nTransfer-Encoding: gzip\r\n\r\n");
+  // A bare LF inside a header value (a proxy may end the line there), CR and NUL: 400.
+  EXPECT_EQ(Refusal("GET /x HTTP/1.1\r\nX-A: 1\nTransfer-Encoding: gzip\r\n\r\n"),
+            std::make_pair(400, std::string("CR, LF or NUL in a header value")));
+  EXPECT_EQ(Refusal("GET /x HTTP/1.1\r\nX-A: 1\rX-B: 2\r\n\r\n").first, 400);
+  EXPECT_EQ(Refusal("POST /x HTTP/1.1\r\nContent-Length: 2\0junk\r\n\r\nab"s).first, 400);
+  // NUL is not a token character (method or header name).
+  EXPECT_EQ(Refusal("G\0T /x HTTP/1.1\r\n\r\n"s).first, 400);
+  EXPECT_EQ(Refusal("GET /x HTTP/1.1\r\nX\0A: 1\r\n\r\n"s).first, 400);
+  // Control characters in the target, raw (percent-encoded ones are the router's business).
+  for (char c : {'\x01', '\x1b', '\x7f', '\t', '\0'}) {
+    EXPECT_EQ(Refusal("GET /a"s + c + "b HTTP/1.1\r\n\r\n").first, 400) << static_cast<int>(c);
+  }
+  EXPECT_EQ(ReadOne("GET /a%0Ab HTTP/1.1\r\n\r\n").event, Http1Event::kRequest);
+  // Tabs and other visible bytes stay fine in a value.
+  Http1Result r = ReadOne("GET /x HTTP/1.1\r\nX-A: a\tb \xc3\xa9\r\n\r\n");
   ASSERT_EQ(r.event, Http1Event::kRequest);
-  EXPECT_EQ(Header(r.request, "X-A"), "1\nTransfer-Encoding: gzip");
-  // The framing reads a value up to its first NUL; the header keeps the whole value.
-  r = ReadOne("POST /x HTTP/1.1\r\nContent-Length: 2\0junk\r\n\r\nab"s);
-  ASSERT_EQ(r.event, Http1Event::kRequest);
-  EXPECT_EQ(r.request.body, "ab");
-  EXPECT_EQ(Header(r.request, "Content-Length"), "2\0junk"s);
-  // NUL is a token character.
-  EXPECT_EQ(ReadOne("G\0T /x HTTP/1.1\r\n\r\n"s).event, Http1Event::kRequest);
+  EXPECT_EQ(Header(r.request, "X-A"), "a\tb \xc3\xa9");
+}
+
+TEST(Http1ReaderTest, QuirksKeptFromTheServer) {
   // Only the first Transfer-Encoding header is looked at.
-  r = ReadOne(
+  Http1Result r = ReadOne(
       "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n"
       "0\r\n\r\n");
   EXPECT_EQ(r.event, Http1Event::kRequest);
@@ -409,13 +418,31 @@ TEST(Http1ReaderTest, QuirksKeptFromTheServer) {
                                 std::string(2000, 'e') + "\r\nx\r\n0\r\n\r\n";
   EXPECT_EQ(ReadStream(long_line, 0).requests.size(), 1u);
   EXPECT_EQ(ReadStream(long_line, 512).error.message, "malformed chunk");
-  // A request line of exactly the limit is refused when its CR comes without its LF.
+}
+
+// The request line is judged the same however its bytes arrive: 414 when it is over the limit,
+// also when the whole head is over its own limit too (431 otherwise), and a line of exactly the
+// limit passes even when its CR arrives without its LF.
+TEST(Http1ReaderTest, ALongRequestLineIs414HoweverItArrives) {
   Http1Limits limits;
   limits.max_request_line_bytes = 64;
+  limits.max_header_bytes = 128;
   const std::string line64 = "GET /" + std::string(64 - 14, 'a') + " HTTP/1.1";
-  EXPECT_EQ(ReadStream(line64 + "\r\n\r\n", 0, limits).requests.size(), 1u);
-  EXPECT_EQ(ReadStream(line64 + "\r\n\r\n", 66, limits).requests.size(), 1u);
-  EXPECT_EQ(ReadStream(line64 + "\r\n\r\n", 65, limits).error.status, 414);
+  const std::string line100 = "GET /" + std::string(100 - 14, 'a') + " HTTP/1.1";
+  const std::string big_header = "X-Pad: " + std::string(200, 'p') + "\r\n";
+  for (size_t step : {0, 1, 7, 64, 65, 66, 100, 101, 102, 4096}) {
+    EXPECT_EQ(ReadStream(line64 + "\r\n\r\n", step, limits).requests.size(), 1u) << step;
+    EXPECT_EQ(ReadStream(line100 + "\r\n\r\n", step, limits).error.status, 414) << step;
+    EXPECT_EQ(ReadStream(line100 + "\r\n" + big_header + "\r\n", step, limits).error.status, 414)
+        << step;
+    EXPECT_EQ(ReadStream(line64 + "\r\n" + big_header + "\r\n", step, limits).error.status, 431)
+        << step;
+  }
+  // The defaults: an 8 KiB + 1 line with 16 KiB of headers, in one piece, is 414.
+  EXPECT_EQ(Refusal("GET /" + std::string(8192, 'a') +
+                    " HTTP/1.1\r\nX-Big: " + std::string(16384, 'b') + "\r\n\r\n")
+                .first,
+            414);
 }
 
 }  // namespace

@@ -121,6 +121,7 @@ TEST(JobConfigBuilderTest, AJobOutsideThePlanGetsItsOwnFieldsAndNoTags) {
   EXPECT_EQ(c.job.id, 7);
   EXPECT_EQ(c.batch_size, 64);
   EXPECT_EQ(c.priority, 3);
+  EXPECT_EQ(c.dataplane_priority, 0);  // not planned: no data-plane priority yet
   EXPECT_EQ(c.plan_version, 0);
   EXPECT_TRUE(c.tags.empty());
   EXPECT_TRUE(c.shards.empty());

@@ -12,6 +12,7 @@
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "storage/maintenance.h"
 #include "storage/migrations.h"
 #include "storage/sqlite_database.h"
@@ -268,6 +269,53 @@ TEST(SqliteDatabaseTest, DiskFullIsResourceExhaustedAndWritesNothingPartial) {
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_EQ(static_cast<int>((*reopened)->jobs().List({.limit = 1000000})->jobs.size()), created);
   EXPECT_TRUE((*reopened)->jobs().Create(SampleSpec("after"), 1).ok());
+}
+
+// Readiness remembers a failed write: after a write the storage refused (here the disk is full),
+// Health is Unavailable naming it, although the file itself is fine and reads work; a refusal that
+// is the transaction's own answer changes nothing; the next write that succeeds clears it.
+TEST(SqliteDatabaseTest, AFailedWriteMakesHealthUnavailableUntilAWriteSucceeds) {
+  TempDir dir;
+  SqliteOptions options;
+  options.max_page_count = 40;
+  auto db = SqliteDatabase::Open(dir.File("inac.db"), options);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)
+                  ->Write("create",
+                          [](SQLite::Database& d) {
+                            d.exec("CREATE TABLE filler(id INTEGER PRIMARY KEY, blob BLOB)");
+                            return absl::OkStatus();
+                          })
+                  .ok());
+  EXPECT_TRUE((*db)->Health().ok());
+  absl::Status full;
+  for (int i = 0; i < 1000 && full.ok(); ++i) {
+    full = (*db)->Write("fill", [](SQLite::Database& d) {
+      d.exec("INSERT INTO filler(blob) VALUES (zeroblob(8000))");
+      return absl::OkStatus();
+    });
+  }
+  ASSERT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  absl::Status health = (*db)->Health();
+  EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable) << health;
+  EXPECT_TRUE(absl::StrContains(health.message(), "the last write failed")) << health;
+  EXPECT_TRUE((*db)->CheckFile().ok());  // the file's own checks see nothing wrong
+
+  // The transaction's own refusal is not a storage fault: still not healthy.
+  EXPECT_EQ(
+      (*db)->Write("refused", [](SQLite::Database&) { return absl::NotFoundError("no"); }).code(),
+      absl::StatusCode::kNotFound);
+  EXPECT_EQ((*db)->Health().code(), absl::StatusCode::kUnavailable);
+
+  // A write that succeeds (a delete needs no new page) makes it healthy again.
+  ASSERT_TRUE((*db)
+                  ->Write("free",
+                          [](SQLite::Database& d) {
+                            d.exec("DELETE FROM filler");
+                            return absl::OkStatus();
+                          })
+                  .ok());
+  EXPECT_TRUE((*db)->Health().ok()) << (*db)->Health();
 }
 
 TEST(SqliteDatabaseTest, ReadersSeeCommittedStateWhileWriting) {
