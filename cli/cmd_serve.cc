@@ -327,7 +327,7 @@ int Serve(const ServeArgs& args) {
   spdlog::info("event=serving api={} db={} tls={}", base, config.db, tls);
   if (args.demo) {
     for (const auto& spec : DemoJobs()) {
-      auto r = controller.SubmitJob(
+      auto r = controller.jobs().SubmitJob(
           spec, core::IdempotencyKey{"demo-" + spec.name, core::JobSpecToJson(spec).dump()});
       if (!r.ok())
         spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
