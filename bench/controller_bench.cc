@@ -330,7 +330,7 @@ void SubmitToProgrammed(Fabric& fabric, const ControllerOptions& options, int sa
   service.StartController();
   service.StartApi();
   for (const JobSpec& spec : inac::cli::DemoJobs()) {
-    if (!service.controller().SubmitJob(spec, std::nullopt).ok()) Die("demo job refused");
+    if (!service.controller().jobs().SubmitJob(spec, std::nullopt).ok()) Die("demo job refused");
   }
   if (!service.AwaitReconciled(120)) Die("demo jobs not programmed");
   std::unique_ptr<ApiClient> client = Client(service.port());

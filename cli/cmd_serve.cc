@@ -118,15 +118,29 @@ namespace {
 
 std::atomic<int> g_signal{0};
 
-int Serve(const ServeArgs& args) {
-  // Logs go to stderr; stdout carries only what a user or a test reads (the `listening on`
-  // line, the demo's banner).
+// Logs go to stderr; stdout carries only what a user or a test reads (the `listening on` line,
+// the demo's banner).
+void SetUpLogging(const ServeArgs& args) {
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "inac", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   auto level = spdlog::level::from_str(args.log_level);
   spdlog::set_level(level);
+}
 
+// The configuration `inac serve` runs with, once checked.
+struct ServeSetup {
+  ServeConfig config;
+  bool cluster_mode = false;  // etcd endpoints given (docs/ha.md)
+  bool tls = false;
+  std::string host;  // of config.listen
+  int port = 0;
+  std::string demo_token;  // --demo without configured tokens: the admin token made up for it
+};
+
+// The configuration from the defaults, the file (--config) and the flags, which win over the
+// file. kExitOk, or the exit code after the message on stderr.
+int LoadServeConfig(const ServeArgs& args, ServeConfig* out) {
   ServeConfig config;
   if (args.demo) config.db = "inac-demo.db";
   if (args.tls_cert.empty() != args.tls_key.empty()) {
@@ -178,32 +192,37 @@ int Serve(const ServeArgs& args) {
     return kExitBadInput;
   }
   ApplyTlsFlags(args, &config);
-  const bool tls = !config.http.tls_cert_file.empty();
+  *out = std::move(config);
+  return kExitOk;
+}
 
-  std::string host;
-  int port = 0;
-  if (auto s = http::SplitHostPort(config.listen, &host, &port); !s.ok()) {
+// Checks `setup->config` before anything is opened or bound: the listen address, the demo's
+// token, whether the address may be served (CheckListenAllowed), the TLS files; warns about
+// tokens in the clear and disabled authentication. kExitOk, or the exit code.
+int CheckServeSetup(const ServeArgs& args, ServeSetup* setup) {
+  ServeConfig& config = setup->config;
+  setup->cluster_mode = !config.cluster.endpoints.empty();
+  setup->tls = !config.http.tls_cert_file.empty();
+  if (auto s = http::SplitHostPort(config.listen, &setup->host, &setup->port); !s.ok()) {
     std::cerr << "inac: --listen: " << s.message() << "\n";
     return kExitBadInput;
   }
-  std::string demo_token;
   if (args.demo && config.tokens.empty()) {
-    demo_token = RandomToken();
+    setup->demo_token = RandomToken();
     config.tokens.push_back(
-        northbound::ApiToken{"demo-admin", demo_token, northbound::Role::kAdmin, ""});
+        northbound::ApiToken{"demo-admin", setup->demo_token, northbound::Role::kAdmin, ""});
   }
-  // Before anything is opened or bound.
   if (auto s = CheckListenAllowed(config); !s.ok()) {
     std::cerr << "inac: " << s.message() << "\n";
     return kExitBadInput;
   }
-  if (tls) {
+  if (setup->tls) {
     auto loaded = http::TlsServerContext::Load(config.http.tls_cert_file, config.http.tls_key_file);
     if (!loaded.ok()) {
       std::cerr << "inac: " << loaded.status().message() << "\n";
       return kExitBadInput;
     }
-  } else if (!config.tokens.empty() && !http::IsLoopbackHost(host)) {
+  } else if (!config.tokens.empty() && !http::IsLoopbackHost(setup->host)) {
     spdlog::warn(
         "event=insecure_http listen={} note=\"API tokens cross the network in the clear: "
         "allow_insecure_http is set; configure tls (cert, key) to serve HTTPS\"",
@@ -215,164 +234,204 @@ int Serve(const ServeArgs& args) {
         "note=\"serving on loopback only\"",
         config.listen);
   }
+  return kExitOk;
+}
 
-  auto storage = storage::SqliteStorage::Open(config.db);
+// What the controller runs on. Members are destroyed in reverse: the node before the database.
+struct ServeStorage {
+  std::unique_ptr<storage::SqliteStorage> sqlite;  // moved into `cluster` in cluster mode
+  std::unique_ptr<server::ClusterNode> cluster;    // cluster mode only
+  core::Storage* store = nullptr;                  // the one the controller uses
+};
+
+// Opens the database and, in cluster mode, the cluster node: the replicated inputs in etcd, this
+// node's plans and switch records in the SQLite file (docs/ha.md). kExitOk, or the exit code.
+int CreateStorage(const ServeSetup& setup, ServeStorage* out) {
+  auto storage = storage::SqliteStorage::Open(setup.config.db);
   if (!storage.ok()) {
     std::cerr << "inac: " << storage.status().message() << "\n";
     return kExitFailure;
   }
-  // Cluster mode: the replicated inputs in etcd, this node's plans and switch records in the
-  // SQLite file (docs/ha.md).
-  std::unique_ptr<server::ClusterNode> cluster;
-  core::Storage* store = storage->get();
-  if (cluster_mode) {
-    auto node = server::ClusterNode::Create(config.cluster, std::move(*storage));
+  out->sqlite = std::move(*storage);
+  out->store = out->sqlite.get();
+  if (setup.cluster_mode) {
+    auto node = server::ClusterNode::Create(setup.config.cluster, std::move(out->sqlite));
     if (!node.ok()) {
       std::cerr << "inac: " << node.status().message() << "\n";
       return kExitBadInput;
     }
-    cluster = std::move(*node);
-    store = cluster->storage();
+    out->cluster = std::move(*node);
+    out->store = out->cluster->storage();
   }
+  return kExitOk;
+}
 
-  // The demo fabric: every switch of a fat-tree k=4 is an emulated P4Runtime switch.
-  std::vector<std::unique_ptr<southbound::emulator::EmulatedSwitch>> fabric;
-  if (args.demo) {
-    core::GeneratorOptions gen;
-    auto topology = core::GenerateFatTree(4, gen).value();
-    for (size_t i = 0; i < topology.switches.size(); ++i) {
-      southbound::emulator::EmulatedSwitchOptions options;
-      options.listen_address = "127.0.0.1:0";
-      options.device_id = i + 1;
-      auto sw = southbound::emulator::EmulatedSwitch::Start(options);
-      if (!sw.ok()) {
-        std::cerr << "inac: demo switch " << topology.switches[i].id << ": "
-                  << sw.status().message() << "\n";
-        return kExitFailure;
-      }
-      topology.switches[i].p4runtime = core::P4RuntimeEndpoint{(*sw)->address(), i + 1};
-      fabric.push_back(std::move(*sw));
-    }
-    auto put = (*storage)->topology().Put(topology, server::SystemClockMs());
-    if (!put.ok()) {
-      std::cerr << "inac: " << put.status().message() << "\n";
+// The demo fabric: every switch of a fat-tree k=4 is an emulated P4Runtime switch, and the
+// topology naming their addresses is stored. kExitOk, or the exit code.
+int CreateDemoFabric(core::Storage* store,
+                     std::vector<std::unique_ptr<southbound::emulator::EmulatedSwitch>>* fabric) {
+  core::GeneratorOptions gen;
+  auto topology = core::GenerateFatTree(4, gen).value();
+  for (size_t i = 0; i < topology.switches.size(); ++i) {
+    southbound::emulator::EmulatedSwitchOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.device_id = i + 1;
+    auto sw = southbound::emulator::EmulatedSwitch::Start(options);
+    if (!sw.ok()) {
+      std::cerr << "inac: demo switch " << topology.switches[i].id << ": " << sw.status().message()
+                << "\n";
       return kExitFailure;
     }
+    topology.switches[i].p4runtime = core::P4RuntimeEndpoint{(*sw)->address(), i + 1};
+    fabric->push_back(std::move(*sw));
   }
+  auto put = store->topology().Put(topology, server::SystemClockMs());
+  if (!put.ok()) {
+    std::cerr << "inac: " << put.status().message() << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
 
-  server::Controller controller(
-      store,
-      cluster ? cluster->FencedFactory(southbound::CreateP4RuntimeClient)
-              : server::SwitchClientFactory(southbound::CreateP4RuntimeClient),
-      server::SystemClockMs, config.controller);
+// The REST adapter over `controller`'s services. Members are destroyed in reverse: the API
+// before the health service it points to.
+struct ServeApi {
+  // Cluster mode: a follower's health is its election's and etcd's (its loop does not run).
+  std::optional<server::ClusterHealthService> cluster_health;
+  std::unique_ptr<northbound::HttpApi> api;
+  int port = 0;  // bound
+};
+
+// Creates the API and binds its address -- first, so that a second controller started on a
+// taken address exits before its loop touches a switch. kExitOk, or the exit code.
+int StartApi(const ServeSetup& setup, server::ClusterNode* cluster, server::Controller* controller,
+             ServeApi* out) {
+  const ServeConfig& config = setup.config;
   northbound::HttpApiOptions http_options;
   http_options.tokens = config.tokens;
   http_options.server = config.http;
   http_options.threads = config.http.workers;
   http_options.max_body_bytes = config.http.max_body_bytes;
   http_options.allow_insecure_http = config.allow_insecure_http;
-  if (cluster) http_options.not_leader = [&cluster] { return cluster->NotLeader(); };
-  // Cluster mode: a follower's health is its election's and etcd's (its loop does not run).
-  std::optional<server::ClusterHealthService> cluster_health;
-  server::ApiServices services = controller.services();
+  if (cluster) http_options.not_leader = [cluster] { return cluster->NotLeader(); };
+  server::ApiServices services = controller->services();
   if (cluster) {
-    cluster_health.emplace(&controller, cluster.get());
-    services.health = &*cluster_health;
+    out->cluster_health.emplace(controller, cluster);
+    services.health = &*out->cluster_health;
   }
-  northbound::HttpApi api(services, http_options);
-  // The address first: a second controller started on a taken address must exit before its loop
-  // touches a switch.
-  auto bound = api.Bind(host, port);
+  out->api = std::make_unique<northbound::HttpApi>(services, http_options);
+  auto bound = out->api->Bind(setup.host, setup.port);
   if (!bound.ok()) {
     std::cerr << "inac: " << bound.status().message() << "\n";
     return kExitFailure;
   }
-  const char* scheme = tls ? "https://" : "http://";
+  out->port = *bound;
+  return kExitOk;
+}
+
+// Starts the controller loop: at once, or in cluster mode once this node is elected.
+// kExitOk, or the exit code.
+int StartController(const ServeSetup& setup, int port, server::ClusterNode* cluster,
+                    server::Controller* controller) {
   if (!cluster) {
-    if (auto s = controller.Start(); !s.ok()) {
+    if (auto s = controller->Start(); !s.ok()) {
       std::cerr << "inac: " << s.message() << "\n";
       return kExitBadInput;
     }
-  } else {
-    // A follower until elected: the controller loop (planning, switch writes) runs only on the
-    // leader, started with the leader's fencing token as P4Runtime election id. A leader that
-    // loses its lease exits (code 3) and is restarted as a follower by its supervisor.
-    std::string url = config.cluster.advertise_url.empty() ? absl::StrCat(scheme, host, ":", *bound)
-                                                           : config.cluster.advertise_url;
-    spdlog::info("event=cluster_follower node={} url={} etcd={} lease_ttl_s={}",
-                 config.cluster.node_id, url, absl::StrJoin(config.cluster.endpoints, ","),
-                 config.cluster.lease_ttl_s);
-    cluster->Start(
-        url,
-        [&controller, node = config.cluster.node_id](int64_t token) {
-          spdlog::info("event=cluster_leader node={} token={}", node, token);
-          controller.SetElectionId(static_cast<uint64_t>(token));
-          if (auto s = controller.Start(); !s.ok()) {
-            spdlog::error("event=controller_start_failed error=\"{}\"", s.ToString());
-            spdlog::shutdown();
-            std::_Exit(kExitFailure);
-          }
-        },
-        [node = config.cluster.node_id](const std::string& why) {
-          spdlog::error("event=cluster_leadership_lost node={} reason=\"{}\" action=exit", node,
-                        why);
+    return kExitOk;
+  }
+  // A follower until elected: the controller loop (planning, switch writes) runs only on the
+  // leader, started with the leader's fencing token as P4Runtime election id. A leader that
+  // loses its lease exits (code 3) and is restarted as a follower by its supervisor.
+  const server::ClusterConfig& cc = setup.config.cluster;
+  const char* scheme = setup.tls ? "https://" : "http://";
+  std::string url =
+      cc.advertise_url.empty() ? absl::StrCat(scheme, setup.host, ":", port) : cc.advertise_url;
+  spdlog::info("event=cluster_follower node={} url={} etcd={} lease_ttl_s={}", cc.node_id, url,
+               absl::StrJoin(cc.endpoints, ","), cc.lease_ttl_s);
+  cluster->Start(
+      url,
+      [controller, node = cc.node_id](int64_t token) {
+        spdlog::info("event=cluster_leader node={} token={}", node, token);
+        controller->SetElectionId(static_cast<uint64_t>(token));
+        if (auto s = controller->Start(); !s.ok()) {
+          spdlog::error("event=controller_start_failed error=\"{}\"", s.ToString());
           spdlog::shutdown();
-          std::cout.flush();
-          std::_Exit(kExitLostLeadership);
-        });
-  }
-  std::string base = absl::StrCat(scheme, host, ":", *bound, "/api/v1");
-  // Tests read this line to find the port.
-  std::cout << "listening on " << host << ":" << *bound << std::endl;
-  spdlog::info("event=serving api={} db={} tls={}", base, config.db, tls);
-  if (args.demo) {
-    for (const auto& spec : DemoJobs()) {
-      auto r = controller.SubmitJob(
-          spec, core::IdempotencyKey{"demo-" + spec.name, core::JobSpecToJson(spec).dump()});
-      if (!r.ok())
-        spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
-    }
-    std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
-              << "  Dashboard: " << scheme << host << ":" << *bound
-              << "/   (paste the token below; docs/dashboard.md)\n"
-              << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
-              << "  Watch:     " << base << "/switches , " << base << "/jobs , " << base
-              << "/events/stream (JSON and server-sent events, with the token below as "
-                 "Authorization: Bearer)\n"
-              << "  CLI:       INAC_SERVER=" << scheme << host << ":" << *bound
-              << " INAC_TOKEN=" << demo_token << " " << SelfPath() << " job list\n"
-              << "  Token:     " << demo_token << "\n"
-              << "  Try:       curl -H 'Authorization: Bearer " << demo_token << "' " << base
-              << "/jobs\n"
-              << "  Stop with Ctrl-C.\n"
-              << std::endl;
-  }
+          std::_Exit(kExitFailure);
+        }
+      },
+      [node = cc.node_id](const std::string& why) {
+        spdlog::error("event=cluster_leadership_lost node={} reason=\"{}\" action=exit", node, why);
+        spdlog::shutdown();
+        std::cout.flush();
+        std::_Exit(kExitLostLeadership);
+      });
+  return kExitOk;
+}
 
-  std::thread server([&api] { api.Serve(); });
+// --demo: submits the sample jobs and prints the banner (addresses, token, commands to try).
+void StartDemo(const ServeSetup& setup, int port, server::Controller* controller) {
+  const char* scheme = setup.tls ? "https://" : "http://";
+  const std::string& host = setup.host;
+  const std::string& token = setup.demo_token;
+  std::string base = absl::StrCat(scheme, host, ":", port, "/api/v1");
+  for (const auto& spec : DemoJobs()) {
+    auto r = controller->jobs().SubmitJob(
+        spec, core::IdempotencyKey{"demo-" + spec.name, core::JobSpecToJson(spec).dump()});
+    if (!r.ok())
+      spdlog::warn("event=demo_job_failed job={} error=\"{}\"", spec.name, r.status().ToString());
+  }
+  std::cout << "\nINAC demo: fat-tree k=4, 20 emulated P4Runtime switches, 3 sample jobs\n"
+            << "  Dashboard: " << scheme << host << ":" << port
+            << "/   (paste the token below; docs/dashboard.md)\n"
+            << "  API:       " << base << "   (reference: api/openapi.yaml)\n"
+            << "  Watch:     " << base << "/switches , " << base << "/jobs , " << base
+            << "/events/stream (JSON and server-sent events, with the token below as "
+               "Authorization: Bearer)\n"
+            << "  CLI:       INAC_SERVER=" << scheme << host << ":" << port
+            << " INAC_TOKEN=" << token << " " << SelfPath() << " job list\n"
+            << "  Token:     " << token << "\n"
+            << "  Try:       curl -H 'Authorization: Bearer " << token << "' " << base << "/jobs\n"
+            << "  Stop with Ctrl-C.\n"
+            << std::endl;
+}
+
+// Serves the API on a thread of its own until SIGINT or SIGTERM; returns that thread (joined by
+// ShutDown after it stopped the API).
+std::thread RunUntilSignal(northbound::HttpApi* api) {
+  std::thread server([api] { api->Serve(); });
   std::signal(SIGINT, [](int s) { g_signal = s; });
   std::signal(SIGTERM, [](int s) { g_signal = s; });
   std::signal(SIGPIPE, SIG_IGN);
   while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("event=shutdown signal={}", g_signal.load());
-  // Each step timed, so a slow shutdown names its cause in the log.
+  return server;
+}
+
+// Stops the API, the controller (within the configured grace; past it the process exits, see
+// below), the cluster node and the demo switches, each step timed so that a slow shutdown names
+// its cause in the log. Returns the exit code.
+int ShutDown(const ServeConfig& config, northbound::HttpApi* api, std::thread server,
+             server::Controller* controller, server::ClusterNode* cluster,
+             std::vector<std::unique_ptr<southbound::emulator::EmulatedSwitch>>* fabric) {
   auto since = [start = std::chrono::steady_clock::now()] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
   };
-  api.Stop();
+  api->Stop();
   server.join();
   const double api_ms = since();
   if (cluster) {
     // The switches first: the loop stops writing before the lease is revoked (another node
     // takes over at once once it is gone).
-    if (!controller.StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
+    if (!controller->StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
       spdlog::warn("event=stopped abandoned=plan_in_progress");
       spdlog::shutdown();
       std::_Exit(kExitOk);
     }
     cluster->Stop();
   }
-  if (!controller.StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
+  if (!controller->StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
     // The loop is inside a solve. Every acknowledged command is committed (each is one SQLite
     // transaction), so exiting now loses only the plan being computed, which the next start
     // recomputes; waiting could take as long as the solve (seconds with 1,000 jobs).
@@ -383,10 +442,47 @@ int Serve(const ServeArgs& args) {
     std::_Exit(kExitOk);
   }
   const double controller_ms = since() - api_ms;
-  for (auto& sw : fabric) sw->Shutdown();
+  for (auto& sw : *fabric) sw->Shutdown();
   spdlog::info("event=stopped api_ms={:.1f} controller_ms={:.1f} total_ms={:.1f}", api_ms,
                controller_ms, since());
   return kExitOk;
+}
+
+// options -> create -> run -> shut down.
+int Serve(const ServeArgs& args) {
+  SetUpLogging(args);
+  ServeSetup setup;
+  if (int code = LoadServeConfig(args, &setup.config); code != kExitOk) return code;
+  if (int code = CheckServeSetup(args, &setup); code != kExitOk) return code;
+  const ServeConfig& config = setup.config;
+
+  ServeStorage storage;
+  if (int code = CreateStorage(setup, &storage); code != kExitOk) return code;
+  server::ClusterNode* cluster = storage.cluster.get();
+  std::vector<std::unique_ptr<southbound::emulator::EmulatedSwitch>> fabric;
+  if (args.demo) {
+    if (int code = CreateDemoFabric(storage.store, &fabric); code != kExitOk) return code;
+  }
+  server::Controller controller(
+      storage.store,
+      cluster ? cluster->FencedFactory(southbound::CreateP4RuntimeClient)
+              : server::SwitchClientFactory(southbound::CreateP4RuntimeClient),
+      server::SystemClockMs, config.controller);
+  ServeApi api;
+  if (int code = StartApi(setup, cluster, &controller, &api); code != kExitOk) return code;
+  if (int code = StartController(setup, api.port, cluster, &controller); code != kExitOk) {
+    return code;
+  }
+  // Tests read this line to find the port.
+  std::cout << "listening on " << setup.host << ":" << api.port << std::endl;
+  spdlog::info(
+      "event=serving api={} db={} tls={}",
+      absl::StrCat(setup.tls ? "https://" : "http://", setup.host, ":", api.port, "/api/v1"),
+      config.db, setup.tls);
+  if (args.demo) StartDemo(setup, api.port, &controller);
+
+  std::thread server = RunUntilSignal(api.api.get());
+  return ShutDown(config, api.api.get(), std::move(server), &controller, cluster, &fabric);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The controller: INAC's main job (docs/architecture.md "Data flow"). It owns the loop that turns
 // the stored desired state (topology + jobs) into a plan (scheduler), saves plan and per-switch
 // intents in one transaction (storage), and brings every switch to its intent (southbound),
-// advancing job states as switches apply. It implements the services of server/services.h, over
-// which the REST layer (northbound/http_api.h) is a thin adapter.
+// advancing job states as switches apply. It hands out the services of server/services.h
+// (services()), over which the REST layer (northbound/http_api.h) is a thin adapter: the job and
+// topology managers it owns are the JobService and TopologyService, and it answers the plan,
+// event, health and audit services itself.
 //
 // Commands (SubmitJob, CancelJob, ReportProgress, PutTopology, SetLinkStatus) are durable when they
 // return OK (the storage transaction committed), then wake the loop. Queries read storage or the
@@ -39,6 +41,11 @@
 // (server/retention_worker.h), whose thread prunes finished jobs and audit entries at Start and
 // then every `retention.period_ms`, outside the loop.
 //
+// Files: controller.cc (lifecycle, the loop and its pass, job state changes), controller_plan.cc
+// (re-planning: fingerprint, job triage, admission or full plan, save), controller_refiner.cc
+// (the background full re-plan and its adoption), controller_services.cc (the plan, event,
+// health and audit services, metrics).
+//
 // Thread safety: every public method may be called from any thread.
 #pragma once
 
@@ -47,6 +54,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -57,6 +65,7 @@
 #include "core/plan.h"
 #include "core/stores.h"
 #include "core/topology.h"
+#include "scheduler/incremental.h"
 #include "scheduler/planner.h"
 #include "server/batch_refit.h"
 #include "server/data_path.h"
@@ -115,9 +124,7 @@ struct ControllerOptions {
   StatsHistoryOptions stats;
 };
 
-class Controller : public JobService,
-                   public TopologyService,
-                   public PlanService,
+class Controller : public PlanService,
                    public EventService,
                    public HealthService,
                    public AuditService {
@@ -145,32 +152,14 @@ class Controller : public JobService,
   // etcd fencing token. Call before Start.
   void SetElectionId(uint64_t election_id) { options_.election_id = election_id; }
 
-  // Every service of this controller, for a northbound adapter.
+  // Every service of this controller, for a northbound adapter: the job and topology managers,
+  // this controller for the others, and the dashboard's history.
   ApiServices services();
 
-  // --- JobService
-  absl::StatusOr<core::CreateJobResult> SubmitJob(
-      const core::JobSpec& spec, const std::optional<core::IdempotencyKey>& idempotency) override;
-  absl::StatusOr<core::Job> CancelJob(core::JobId id) override;
-  absl::StatusOr<core::Job> ReportProgress(core::JobId id, int64_t iterations_done,
-                                           std::optional<double> loss) override;
-  absl::Status ReportGradientStats(core::JobId id, double grad_sqr_local,
-                                   double grad_sqr_global) override;
-  absl::StatusOr<core::Job> GetJob(core::JobId id) override;
-  absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter) override;
-  absl::StatusOr<JobConfig> GetJobConfig(core::JobId id) override;
-  std::vector<InaCounterSample> JobCounters(core::JobId id) override;
-  absl::StatusOr<JobDataPath> ReportDataPath(core::JobId id, const DataPathReport& report) override;
-  std::optional<JobDataPath> DataPath(core::JobId id) override;
-
-  // --- TopologyService
-  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology,
-                                      std::optional<int64_t> if_match) override;
-  absl::StatusOr<LinkChange> SetLinkStatus(const std::string& link_id, core::LinkStatus status,
-                                           std::optional<int64_t> if_match) override;
-  absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology() override;
-  std::vector<SwitchStatus> Switches() override;
-  absl::StatusOr<SwitchStatus> GetSwitch(const std::string& id) override;
+  // --- JobService and TopologyService: the managers this controller owns (as services() hands
+  // them out).
+  JobService& jobs() { return jobs_; }
+  TopologyService& topology() { return topology_; }
 
   // --- PlanService
   absl::StatusOr<std::optional<core::PlanRecord>> CurrentPlan() override;
@@ -208,7 +197,42 @@ class Controller : public JobService,
   void Pass();
   // Whether Stop() was asked for (the loop's steps check it between them).
   bool Stopping();
+  // The pass's planning step: the plan in force when the inputs' fingerprint is unchanged
+  // (KeepPlan), the refiner's step while an admission plan is in force (RefineStep), else a new
+  // plan (SortJobs -> PlanJobs -> SavePlan -> ScheduleJobs). True when it saved a plan.
   absl::StatusOr<bool> MaybeReplan(const core::Snapshot& snapshot, int64_t* plan_version);
+  // The inputs of the plan in force are unchanged: clears any refinement, finishes marking its
+  // jobs scheduled and refreshes the priorities.
+  absl::StatusOr<bool> KeepPlan(const core::Snapshot& snapshot, int64_t* plan_version);
+  // The jobs of a snapshot sorted for planning: the placeable ones, and the state changes (with
+  // their events) of those that are not.
+  struct JobSort {
+    std::vector<core::Job> placeable;  // hosts present and connected over up links
+    std::vector<std::pair<core::JobId, core::JobUpdate>> updates;
+    std::vector<core::Event> events;  // events[i] is updates[i]'s
+  };
+  JobSort SortJobs(const std::vector<core::Job>& jobs, const core::Topology& topology,
+                   int64_t now) const;
+  // A plan computed by PlanJobs, not yet saved.
+  struct PlannedJobs {
+    core::Plan plan;
+    std::optional<scheduler::AdmissionOutput> admission;  // set when admitted onto `previous`
+    double solve_ms = 0;
+  };
+  // Incremental with a plan in force: admits `placeable` onto it (scheduler::AdmitJobs);
+  // otherwise the full plan (ComputePlan).
+  absl::StatusOr<PlannedJobs> PlanJobs(const core::Topology& topology,
+                                       const std::vector<core::Job>& placeable,
+                                       const core::Plan* previous);
+  // Saves `planned` with its intents and events (an admission that kept jobs is provisional:
+  // fingerprint "admitted:<fingerprint>", and its refinement is requested), counts it and
+  // returns its version.
+  absl::StatusOr<int64_t> SavePlan(const core::Topology& topology, const std::string& fingerprint,
+                                   PlannedJobs planned, const core::Plan* previous,
+                                   const std::vector<core::Job>& placeable, int64_t now);
+  // Appends pending -> scheduled for the pending jobs of `placeable` (saved in `plan_version`).
+  void ScheduleJobs(const std::vector<core::Job>& placeable, int64_t plan_version, int64_t now,
+                    JobSort* sort) const;
   // With the current plan's inputs unchanged: re-ranks the ESA priorities from progress and age
   // (scheduler::RefreshPriorities) and saves a new plan version (same routes and aggregators)
   // when the order changed. True when it saved one.
@@ -230,6 +254,9 @@ class Controller : public JobService,
   // Marks the pending jobs that `snapshot`'s plan holds as scheduled (a crash between saving a
   // plan and that update leaves them pending).
   void MarkScheduled(const core::Snapshot& snapshot, int64_t plan_version);
+  // The refiner's thread (controller_refiner.cc). It is a thread of this class rather than a
+  // class of its own because its state is the loop's: Sync's convergence and StopWithin's wait
+  // are single conditions over both under mu_.
   void RefinerMain();
   // A snapshot for the refiner and its answer.
   struct RefineRequest {
@@ -246,6 +273,14 @@ class Controller : public JobService,
     absl::StatusOr<scheduler::PlannerOutput> output;
     double solve_ms = 0;
   };
+  // RefineStep's exchange with the refiner: its answer for `fingerprint` on the admission plan in
+  // force, or nullopt (asked now, still queued or solving, or these inputs already failed).
+  std::optional<RefineResult> TakeRefineResult(const core::Snapshot& snapshot,
+                                               const std::string& fingerprint);
+  // Saves the refiner's full plan in place of the admission plan (a failed one is logged).
+  absl::StatusOr<bool> AdoptRefinedPlan(const core::Snapshot& snapshot,
+                                        const std::string& fingerprint, RefineResult result,
+                                        int64_t* plan_version);
   std::string Fingerprint(const core::Snapshot& snapshot) const;
   scheduler::PlannerOptions PlannerOptionsOf() const;
 
@@ -260,9 +295,9 @@ class Controller : public JobService,
   TopologyManager topology_;
   RetentionWorker retention_;
   StatsHistory stats_;  // GET /stats/...: observed at each pass end, submissions and plans counted
-  // The workers' data-path reports (in memory, server/data_path.h): dropped when a job ends
-  // (CancelJob, ReportProgress, ApplyJobUpdates) and, at each pass end, for every job that is no
-  // longer active.
+  // The workers' data-path reports (in memory, server/data_path.h; recorded by jobs_): dropped
+  // when a job ends (JobManager's CancelJob and ReportProgress, ApplyJobUpdates) and, at each pass
+  // end, for every job that is no longer active.
   DataPathBook data_paths_;
 
   absl::Mutex mu_;  // the loop's state, shared with Sync, Stop and the health queries

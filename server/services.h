@@ -1,6 +1,7 @@
 // The controller's services: what the REST layer (and any other northbound adapter) may ask of the
 // controller, in the style of ONOS's Service interfaces. The HTTP layer depends on these
-// interfaces only, so it can be tested against a fake; server::Controller implements them all.
+// interfaces only, so it can be tested against a fake; server::Controller hands them out
+// (Controller::services(): its job and topology managers, itself for the others).
 //
 // Errors are canonical absl::Status codes: InvalidArgument (bad input; the JSON path of the first
 // problem is the status's `field` payload, core/status.h), NotFound, FailedPrecondition (illegal

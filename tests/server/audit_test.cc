@@ -251,7 +251,7 @@ TEST(AuditFailureTest, TheAnswerStandsAndTheFailureIsCounted) {
   serve.join();
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->http_status, 200) << reply->body;  // the write committed and is answered
-  EXPECT_TRUE(server.controller().GetTopology()->has_value());
+  EXPECT_TRUE(server.controller().topology().GetTopology()->has_value());
   EXPECT_EQ(failing.calls.load(), 1);
   EXPECT_EQ(server.controller().Metrics().audit_failures, 1);
 }

@@ -32,7 +32,7 @@ class ChurnTest : public ::testing::Test {
     controller_ = std::make_unique<Controller>(&storage_, fabric_.Factory(), SystemClockMs, o);
     ASSERT_TRUE(controller_->Start().ok());
     const core::Topology topology = fixtures::SmallLeafSpine();
-    ASSERT_TRUE(controller_->PutTopology(topology, std::nullopt).ok());
+    ASSERT_TRUE(controller_->topology().PutTopology(topology, std::nullopt).ok());
     for (const core::Link& l : topology.links) {
       if (topology.FindSwitch(l.a) && topology.FindSwitch(l.b)) link_ = l.id;  // a fabric link
     }
@@ -49,12 +49,12 @@ class ChurnTest : public ::testing::Test {
     core::JobSpec spec =
         core::JobSpecFromJson(fixtures::SmallLeafSpineJob(name, "vision", 1000), "", &problems);
     EXPECT_TRUE(problems.empty());
-    auto created = controller_->SubmitJob(spec, std::nullopt);
+    auto created = controller_->jobs().SubmitJob(spec, std::nullopt);
     EXPECT_TRUE(created.ok()) << created.status();
     return created.ok() ? created->job.id : 0;
   }
   core::JobState State(core::JobId id) {
-    auto job = controller_->GetJob(id);
+    auto job = controller_->jobs().GetJob(id);
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? job->state : core::JobState::kFailed;
   }
@@ -70,7 +70,7 @@ class ChurnTest : public ::testing::Test {
       planned.insert(j.job_id);
       EXPECT_EQ(State(j.job_id), core::JobState::kRunning) << "job " << j.job_id;
     }
-    auto active = controller_->ListJobs(core::JobFilter{
+    auto active = controller_->jobs().ListJobs(core::JobFilter{
         {core::JobState::kPending, core::JobState::kScheduled, core::JobState::kRunning},
         {},
         0,
@@ -108,7 +108,7 @@ TEST_F(ChurnTest, ACancelDuringPlanningAffectsOnlyThatJob) {
   std::atomic<bool> cancelled{false};
   storage_.AfterPlanSave([&] {
     if (!cancelled.exchange(true)) {
-      auto s = controller_->CancelJob(b);
+      auto s = controller_->jobs().CancelJob(b);
       EXPECT_TRUE(s.ok()) << s.status();
     }
   });
@@ -144,16 +144,16 @@ TEST_F(ChurnTest, AfterConcurrentCommandsNoJobIsStuckAndSwitchesEqualTheApi) {
           case 2:
             if (!mine.empty()) {
               // FailedPrecondition when it already ended: a legal answer, not a failure.
-              auto s = controller_->CancelJob(mine[rng() % mine.size()]);
+              auto s = controller_->jobs().CancelJob(mine[rng() % mine.size()]);
               if (!s.ok() && !absl::IsFailedPrecondition(s.status())) failures++;
             }
             break;
           case 3:
             if (!mine.empty()) {
               core::JobId id = mine[rng() % mine.size()];
-              auto job = controller_->GetJob(id);
+              auto job = controller_->jobs().GetJob(id);
               if (job.ok()) {
-                auto s = controller_->ReportProgress(id, job->iterations_done + 1, 0.5);
+                auto s = controller_->jobs().ReportProgress(id, job->iterations_done + 1, 0.5);
                 if (!s.ok() && !absl::IsFailedPrecondition(s.status()) &&
                     !absl::IsInvalidArgument(s.status())) {
                   failures++;
@@ -162,7 +162,7 @@ TEST_F(ChurnTest, AfterConcurrentCommandsNoJobIsStuckAndSwitchesEqualTheApi) {
             }
             break;
           case 4: {
-            auto s = controller_->SetLinkStatus(
+            auto s = controller_->topology().SetLinkStatus(
                 link_, rng() % 2 ? core::LinkStatus::kDown : core::LinkStatus::kUp, std::nullopt);
             if (!s.ok() && !absl::IsUnavailable(s.status())) failures++;
             break;
@@ -173,11 +173,12 @@ TEST_F(ChurnTest, AfterConcurrentCommandsNoJobIsStuckAndSwitchesEqualTheApi) {
   }
   for (std::thread& c : clients) c.join();
   EXPECT_EQ(failures, 0);
-  ASSERT_TRUE(controller_->SetLinkStatus(link_, core::LinkStatus::kUp, std::nullopt).ok());
+  ASSERT_TRUE(
+      controller_->topology().SetLinkStatus(link_, core::LinkStatus::kUp, std::nullopt).ok());
   // One pass to plan what the commands left, one to confirm it on the switches.
   ASSERT_TRUE(controller_->Sync(60000).ok());
   ASSERT_TRUE(controller_->Sync(60000).ok());
-  auto pending = controller_->ListJobs(
+  auto pending = controller_->jobs().ListJobs(
       core::JobFilter{{core::JobState::kPending, core::JobState::kScheduled}, {}, 0, 1000});
   ASSERT_TRUE(pending.ok());
   EXPECT_TRUE(pending->jobs.empty())
@@ -203,7 +204,7 @@ TEST_F(ChurnTest, AStoredJobThatBreaksALimitFails) {
   ASSERT_TRUE(created.ok()) << created.status();
   const core::JobId good = Submit("good");
   ASSERT_TRUE(controller_->Sync(60000).ok());
-  auto old = controller_->GetJob(created->job.id);
+  auto old = controller_->jobs().GetJob(created->job.id);
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->state, core::JobState::kFailed);
   EXPECT_TRUE(old->failure_reason.find("tenant") != std::string::npos) << old->failure_reason;
@@ -226,9 +227,9 @@ TEST(UnmanagedFabricTest, ARunningJobSaysNothingWasProgrammed) {
   o.timer_ms = 3600000;
   Controller controller(&storage, fabric.Factory(), SystemClockMs, o);
   ASSERT_TRUE(controller.Start().ok());
-  ASSERT_TRUE(controller.PutTopology(fixtures::LeafSpine(2, 2, 2), std::nullopt).ok());
+  ASSERT_TRUE(controller.topology().PutTopology(fixtures::LeafSpine(2, 2, 2), std::nullopt).ok());
   std::vector<core::Problem> problems;
-  auto created = controller.SubmitJob(
+  auto created = controller.jobs().SubmitJob(
       core::JobSpecFromJson(fixtures::SmallLeafSpineJob("j"), "", &problems), std::nullopt);
   ASSERT_TRUE(problems.empty());
   ASSERT_TRUE(created.ok()) << created.status();

@@ -69,7 +69,7 @@ TEST_F(DataPathApiTest, AbsentBeforeAnyReport) {
   ASSERT_EQ(job.status, 200) << job;
   EXPECT_FALSE(job.json.contains("data_path")) << job;
   EXPECT_FALSE(Listed(job_).contains("data_path"));
-  EXPECT_FALSE(server_.controller().DataPath(job_).has_value());
+  EXPECT_FALSE(server_.controller().jobs().DataPath(job_).has_value());
 }
 
 TEST_F(DataPathApiTest, OneWorkerInaOneFallingBackIsMixed) {
@@ -194,7 +194,7 @@ TEST_F(DataPathApiTest, BadBodiesAre400WithTheirField) {
     EXPECT_FALSE(r.message().empty()) << r;
   }
   // Nothing was stored; the limits themselves are accepted (256 characters of two bytes each).
-  EXPECT_FALSE(server_.controller().DataPath(job_).has_value());
+  EXPECT_FALSE(server_.controller().jobs().DataPath(job_).has_value());
   Json edge = Report("h0_0", "fallback", kMaxDataPathCount, kMaxDataPathCount);
   std::string reason;
   for (int i = 0; i < 256; ++i) reason += "\xc3\xa9";  // U+00E9
@@ -236,7 +236,7 @@ TEST_F(DataPathApiTest, JobNotScheduledOrRunningIs409) {
     EXPECT_EQ(r.status, 409) << r;
     EXPECT_EQ(r.code(), "failed_precondition") << r;
     EXPECT_TRUE(absl::StrContains(r.message(), "scheduled or running")) << r;
-    EXPECT_FALSE(server_.controller().DataPath(id).has_value());
+    EXPECT_FALSE(server_.controller().jobs().DataPath(id).has_value());
   }
 }
 
@@ -251,7 +251,7 @@ TEST_F(DataPathApiTest, DroppedWhenTheJobIsCancelled) {
   EXPECT_EQ(job.json["state"], "cancelled");
   EXPECT_FALSE(job.json.contains("data_path")) << job;
   EXPECT_FALSE(Listed(job_).contains("data_path"));
-  EXPECT_FALSE(server_.controller().DataPath(job_).has_value());
+  EXPECT_FALSE(server_.controller().jobs().DataPath(job_).has_value());
   EXPECT_EQ(Post(Report("h0_0", "ina", 4, 0)).status, 409);
 }
 
@@ -260,7 +260,7 @@ TEST_F(DataPathApiTest, DroppedWhenTheJobCompletesOrFails) {
   ASSERT_EQ(Post(Report("h0_0", "ina", 3, 0)).status, 200);
   ASSERT_EQ(server_.Call("POST", Path(job_, "/progress"), R"({"iterations_done": 100})").status,
             200);
-  EXPECT_FALSE(server_.controller().DataPath(job_).has_value());
+  EXPECT_FALSE(server_.controller().jobs().DataPath(job_).has_value());
   EXPECT_FALSE(server_.Get(Path(job_)).json.contains("data_path"));
 
   // Failed by the loop: its worker h0_1 left the topology.
@@ -274,7 +274,7 @@ TEST_F(DataPathApiTest, DroppedWhenTheJobCompletesOrFails) {
   ASSERT_EQ(server_.PutTopology(smaller), 200);
   ASSERT_TRUE(server_.Sync().ok());
   ASSERT_EQ(server_.JobState(other), "failed");
-  EXPECT_FALSE(server_.controller().DataPath(other).has_value());
+  EXPECT_FALSE(server_.controller().jobs().DataPath(other).has_value());
   EXPECT_FALSE(server_.Get(Path(other)).json.contains("data_path"));
 }
 
