@@ -50,6 +50,7 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_storage.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace {
 
@@ -234,12 +235,9 @@ JobSpec RandomJob(const inac::core::Topology& topology, std::mt19937_64& rng, in
 }
 
 std::string TempDb(const std::string& name) {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(base && *base ? base : "/tmp", "/inac-bench-XXXXXX");
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) Die("mkdtemp failed");
-  return absl::StrCat(buf.data(), "/", name, ".db");
+  const std::string dir = inac::fixtures::MakeTempDir("bench");
+  if (dir.empty()) Die("mkdtemp failed");
+  return absl::StrCat(dir, "/", name, ".db");
 }
 
 void PutTopology(Service& service, const inac::core::Topology& topology) {

@@ -20,6 +20,7 @@
 
 #include "storage/retention.h"
 #include "storage/sqlite_storage.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace {
 
@@ -54,10 +55,8 @@ inac::core::JobSpec Spec(int i) {
 }  // namespace
 
 int main() {
-  std::string dir_template =
-      (std::filesystem::temp_directory_path() / "inac-retention-bench-XXXXXX").string();
-  if (!mkdtemp(dir_template.data())) return Fail(absl::InternalError("mkdtemp failed"));
-  const std::string dir = dir_template;
+  const std::string dir = inac::fixtures::MakeTempDir("retention-bench");
+  if (dir.empty()) return Fail(absl::InternalError("mkdtemp failed"));
 
   // 1. Durable audit appends.
   {

@@ -17,6 +17,7 @@
 #include "core/generators.h"
 #include "core/plan.h"
 #include "storage/sqlite_storage.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace {
 
@@ -92,10 +93,8 @@ inac::core::JobPlan PlanFor(const inac::core::Topology& topo, const inac::core::
 }  // namespace
 
 int main() {
-  std::string dir_template =
-      (std::filesystem::temp_directory_path() / "inac-bench-XXXXXX").string();
-  if (!mkdtemp(dir_template.data())) return Fail(absl::InternalError("mkdtemp failed"));
-  const std::string dir = dir_template;
+  const std::string dir = inac::fixtures::MakeTempDir("bench");
+  if (dir.empty()) return Fail(absl::InternalError("mkdtemp failed"));
   auto topo = inac::core::GenerateFatTree(16, inac::core::GeneratorOptions{});
   if (!topo.ok()) return Fail(topo.status());
 

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "http/http_server.h"
 #include "northbound/api_client.h"
+#include "tests/fixtures/temp_dir.h"
 #include "tests/fixtures/tls_certs.h"
 
 namespace {
@@ -98,9 +99,8 @@ int ConnectTcp(int port) {
 }  // namespace
 
 int main() {
-  char dir_template[] = "/tmp/inac-tls-bench-XXXXXX";
-  const char* dir = ::mkdtemp(dir_template);
-  if (dir == nullptr) return 1;
+  const std::string dir = inac::fixtures::MakeTempDir("tls-bench");
+  if (dir.empty()) return 1;
   auto files = inac::fixtures::WriteTlsTestFiles(dir);
   if (!files.ok()) {
     std::fprintf(stderr, "%s\n", std::string(files.status().message()).c_str());

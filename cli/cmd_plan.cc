@@ -13,6 +13,7 @@
 #include "scheduler/memory/aggregator_model.h"
 #include "scheduler/planner.h"
 #include "scheduler/routing/routing_algorithm.h"
+#include "server/plan_fingerprint.h"
 
 namespace inac::cli {
 namespace {
@@ -106,7 +107,7 @@ int Run(const PlanArgs& a) {
                                                                          : kExitFailure;
   }
   planned->plan.solve_ms = solve_ms;
-  planned->plan.fingerprint = scheduler::PlanFingerprint(request);
+  planned->plan.fingerprint = server::PlanFingerprint(request);
   core::Json out = core::PlanToJson(planned->plan);
   for (size_t j = 0; j < planned->plan.jobs.size(); ++j) {
     const core::JobPlan& jp = planned->plan.jobs[j];

@@ -1,4 +1,4 @@
-// JSON codecs for the domain types: the one file of core that sees nlohmann-json. Shared by
+// JSON codecs for the domain types: the one module of core that sees nlohmann-json. Shared by
 // storage (JSON columns), server (REST bodies) and the CLI (files). Field names are snake_case;
 // the formats are documented in docs/formats.md.
 //
@@ -6,6 +6,10 @@
 // reported as Problems with JSON paths, never thrown; the limits on values are checked by
 // core/validation.h (ParseTopology and ParseJobsFile do both). Encoders are total.
 // Decode(Encode(x)) == x for every valid value (round-trip tested).
+//
+// Implemented by topic: the strict reader in core/json_reader.cc, the codecs in
+// core/json_topology.cc, core/json_jobs.cc and core/json_plan.cc, over the field reader they share
+// (core/json_fields.h).
 #pragma once
 
 #include <optional>

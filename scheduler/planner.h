@@ -21,10 +21,9 @@
 //    controller: every active job, also those it cannot place now).
 //  - Errors: InvalidArgument for an unknown algorithm or memory policy and for jobs the
 //    algorithms refuse; the routing and memory planners' errors otherwise.
-//  - PlanFingerprint is a stable digest of what a plan depends on: format version, options, the
-//    topology version and every job's id and spec, as SHA-256 (OpenSSL) of a canonical encoding,
-//    in hex. Equal inputs give equal fingerprints across builds and machines; the controller
-//    re-plans when it changes.
+//  - What a plan depends on is fingerprinted outside the planner, by server::PlanFingerprint
+//    (server/plan_fingerprint.h): change detection is the controller's, not planning. The options
+//    below marked "not part of PlanFingerprint" do not enter it.
 #pragma once
 
 #include <cstdint>
@@ -153,7 +152,5 @@ void AttachBounds(const PlanRequest& request, const PlanningInput& input, Planne
 // by id, generations carried from request.previous and the intents.
 void FinishPlan(const PlanRequest& request, const std::vector<const core::Job*>& rings,
                 PlannerOutput* out);
-
-std::string PlanFingerprint(const PlanRequest& request);
 
 }  // namespace inac::scheduler

@@ -10,6 +10,7 @@
 #include "scheduler/incremental.h"
 #include "scheduler/memory/memory_planner.h"
 #include "server/controller.h"
+#include "server/plan_fingerprint.h"
 #include "spdlog/spdlog.h"
 
 namespace inac::server {
@@ -34,7 +35,7 @@ std::string Controller::Fingerprint(const core::Snapshot& snapshot) const {
   request.topology_version = snapshot.topology ? snapshot.topology->version : 0;
   request.jobs = snapshot.jobs;
   request.options = PlannerOptionsOf();
-  return scheduler::PlanFingerprint(request);
+  return PlanFingerprint(request);
 }
 
 absl::StatusOr<core::Plan> Controller::ComputePlan(const core::Topology& topology,

@@ -1,4 +1,5 @@
-// scheduler::ComputePlan (the one planner of the controller and `inac plan`) and PlanFingerprint.
+// scheduler::ComputePlan (the one planner of the controller and `inac plan`); the fingerprint of
+// its inputs is tested with server/plan_fingerprint.h (tests/server/plan_fingerprint_test.cc).
 #include "scheduler/planner.h"
 
 #include <gtest/gtest.h>
@@ -67,37 +68,6 @@ TEST(PlannerTest, RoutesAssignsMemoryPlansRingsAndDerivesIntents) {
   request.options.memory_policy = "esa";
   request.options.algorithm = "magic";
   EXPECT_EQ(ComputePlan(request).status().code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(PlannerTest, FingerprintIsStableCanonicalAndSensitive) {
-  PlanRequest request;
-  request.topology_version = 7;
-  request.jobs = {PsJob(1, {"a", "b"}, "c"), PsJob(2, {"d"}, "e")};
-  request.options.algorithm = "grid";
-  const std::string fp = PlanFingerprint(request);
-  // A fixed value: SHA-256 of the canonical encoding, the same on every build and machine (it is
-  // stored with each plan and compared after a restart). Change it only with the format version
-  // (v2: ring jobs planned as Rina, two-level ATP deployed; v3: spread candidates for large jobs,
-  // grid-split closes streams, the spread_min_columns option; v4: grid-split's LPs with the
-  // primal simplex; v5: grid-split tries fewer chunk ranges, the split_max_ranges option; v6:
-  // trees is the default, grants split over tags by their traffic, chain children hold to the PS).
-  EXPECT_EQ(fp, "c4bef34c128b14fd22179c572418f230023408205a7878fc772e7a32ae0bfb70");
-  std::swap(request.jobs[0], request.jobs[1]);
-  EXPECT_EQ(PlanFingerprint(request), fp) << "job order does not matter";
-  request.options.rounds = 9;
-  EXPECT_NE(PlanFingerprint(request), fp);
-  request.options.rounds = PlannerOptions{}.rounds;
-  request.options.spread_min_columns = 0;
-  EXPECT_NE(PlanFingerprint(request), fp);
-  request.options.spread_min_columns = PlannerOptions{}.spread_min_columns;
-  request.options.split_max_ranges = 16;
-  EXPECT_NE(PlanFingerprint(request), fp);
-  request.options.split_max_ranges = PlannerOptions{}.split_max_ranges;
-  request.topology_version = 8;
-  EXPECT_NE(PlanFingerprint(request), fp);
-  request.topology_version = 7;
-  request.jobs[0].spec.priority = 3;
-  EXPECT_NE(PlanFingerprint(request), fp);
 }
 
 }  // namespace

@@ -28,20 +28,6 @@ std::vector<northbound::ApiToken> DefaultTokens() {
   };
 }
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(base && *base ? base : "/tmp", "/inac-server-test-XXXXXX");
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) std::abort();
-  path_ = buf.data();
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 // A handle the controller owns; the fake itself stays with the fabric.
 class SharedFakeClient : public southbound::SwitchClient {
  public:

@@ -25,6 +25,7 @@
 #include "storage/sqlite_storage.h"
 #include "tests/fixtures/sample_jobs.h"
 #include "tests/fixtures/sample_topologies.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace inac::server::testing {
 
@@ -36,17 +37,7 @@ inline constexpr char kWorkerToken[] = "worker-vision-0123456789";    // tenant 
 inline constexpr char kOtherWorkerToken[] = "worker-nlp-0123456789";  // tenant "nlp"
 std::vector<northbound::ApiToken> DefaultTokens();
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using fixtures::TempDir;  // tests/fixtures/temp_dir.h
 
 // The switches of a test: one FakeSwitchClient per switch id, created on the controller's first
 // request and kept across controller restarts (a restarted controller reaches the same switches).

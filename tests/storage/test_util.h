@@ -12,26 +12,11 @@
 #include "core/job.h"
 #include "core/plan.h"
 #include "core/topology.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace inac::storage::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "inac-storage-XXXXXX").string();
-    char* made = mkdtemp(pattern.data());
-    path_ = made ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using fixtures::TempDir;  // tests/fixtures/temp_dir.h
 
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

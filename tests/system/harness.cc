@@ -34,15 +34,6 @@ const char* InacBinary() {
 #endif
 }
 
-std::string MakeTempDir(const std::string& prefix) {
-  const char* base = getenv("TMPDIR");
-  std::string pattern = absl::StrCat(base && *base ? base : "/tmp", "/inac-", prefix, "-XXXXXX");
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  char* dir = mkdtemp(buf.data());
-  return dir ? std::string(dir) : std::string();
-}
-
 CliRun RunInac(const std::string& args, const std::string& dir) {
   std::string err_path = dir + "/stderr.txt";
   std::string cmd = std::string(InacBinary()) + " " + args + " 2>" + err_path;

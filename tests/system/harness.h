@@ -48,6 +48,7 @@
 #include "southbound/switch_session.h"
 #include "tests/fixtures/sample_jobs.h"
 #include "tests/fixtures/sample_topologies.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace inac::systest {
 
@@ -56,8 +57,8 @@ using Json = nlohmann::json;
 // The `inac` binary under test.
 const char* InacBinary();
 
-// A fresh directory under the test's TMPDIR for logs, configs and databases.
-std::string MakeTempDir(const std::string& prefix);
+// A fresh directory under the test's TMPDIR for logs, configs and databases, left behind.
+using fixtures::MakeTempDir;  // tests/fixtures/temp_dir.h
 
 // One finished `inac` command-line run.
 struct CliRun {
