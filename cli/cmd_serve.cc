@@ -1,7 +1,6 @@
 #include "cli/cmd_serve.h"
 
-#include <grpcpp/grpcpp.h>
-#include <filesystem>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -480,6 +479,12 @@ int Serve(const ServeArgs& args) {
       absl::StrCat(setup.tls ? "https://" : "http://", setup.host, ":", api.port, "/api/v1"),
       config.db, setup.tls);
   if (args.demo) StartDemo(setup, api.port, &controller);
+  if (isatty(STDERR_FILENO)) {
+    // A person at a terminal: say that this blocks, and how to go on.
+    std::cerr << "inac serve: runs until Ctrl-C or SIGTERM (start it with & or in another "
+                 "terminal); client verbs reach it with INAC_SERVER="
+              << (setup.tls ? "https://" : "http://") << setup.host << ":" << api.port << "\n";
+  }
 
   std::thread server = RunUntilSignal(api.api.get());
   return ShutDown(config, api.api.get(), std::move(server), &controller, cluster, &fabric);
