@@ -1,3 +1,6 @@
+// The flow model of scheduler/model/flow_model.h: the per-unit-rate usage of a routed job
+// (ComputeUsage), the evaluator and the plan conversions. The fair-share solvers are in
+// fair_rates.cc, FlowEvaluator::FromJobPlan in job_plan_import.cc.
 #include "scheduler/model/flow_model.h"
 
 #include <algorithm>
@@ -9,8 +12,6 @@
 
 namespace inac::scheduler {
 namespace {
-
-constexpr double kRelTol = 1e-9;
 
 void Add(std::map<int, double>& m, int r, double c) {
   if (c != 0) m[r] += c;
@@ -63,21 +64,19 @@ core::JobPlan RoutesOf(const Network& network, const RoutedJob& job) {
   return p;
 }
 
-}  // namespace
+using NodePair = std::pair<int, int>;                     // (switch or worker, PS)
+using Range = std::pair<double, double>;                  // [begin, end) of the chunk space
+using RangesOf = std::map<NodePair, std::vector<Range>>;  // (switch, PS) -> ranges it carries
 
-JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
-  const core::Graph& g = network.graph();
-  std::map<int, double> share;
-  for (const auto& [ps, x] : job.shares) share[ps] += x;
-  auto share_of = [&](int ps) {
-    auto it = share.find(ps);
-    return it == share.end() ? 0.0 : it->second;
-  };
-  std::map<std::pair<int, int>, double> stream_fraction;  // (switch, ps) -> largest fraction
-  std::map<std::pair<int, int>, double> stream_latency;   // own arcs, then via's, to the PS
-  std::map<std::pair<int, int>, const RoutedStream*> stream_of;
-  std::map<int, std::set<int>> tree;  // ps -> down arcs
-  std::map<int, double> up;
+double ShareOf(const std::map<int, double>& share, int ps) {
+  auto it = share.find(ps);
+  return it == share.end() ? 0.0 : it->second;
+}
+
+// Latency of each stream's route to its PS: its own arcs, then its via's (re-aggregation).
+std::map<NodePair, double> StreamLatencies(const Network& network, const RoutedJob& job) {
+  std::map<NodePair, const RoutedStream*> stream_of;
+  std::map<NodePair, double> stream_latency;
   for (const RoutedStream& st : job.streams) stream_of[{st.sw, st.ps}] = &st;
   for (const RoutedStream& st : job.streams) {
     double lat = 0;
@@ -91,48 +90,67 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
     }
     stream_latency[{st.sw, st.ps}] = lat;
   }
-  JobUsage usage;
-  double max_route_us = 0;
-  // The chunk range of each flow: a (worker, PS)'s flows cover [0, 1) in order. A stream carries
-  // the union of the ranges aggregated at its switch (one tag per range, docs/routing.md).
-  std::map<std::pair<int, int>, double> offset;  // (worker, ps) -> where its next flow starts
-  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> ranges;  // (switch, ps)
+  return stream_latency;
+}
+
+// The chunk range of each flow: a (worker, PS)'s flows cover [0, 1) in order. A stream carries
+// the union of the ranges aggregated at its switch (one tag per range, docs/routing.md).
+RangesOf FlowRanges(const core::Graph& g, const RoutedJob& job,
+                    const std::map<int, double>& share) {
+  std::map<NodePair, double> offset;  // (worker, ps) -> where its next flow starts
+  RangesOf ranges;
   for (const RoutedFlow& f : job.flows) {
     double& at = offset[{f.worker, f.ps}];
     const double begin = at;
     at += f.fraction;
-    if (g.is_switch(f.agg) && share_of(f.ps) * f.fraction > 0) {
+    if (g.is_switch(f.agg) && ShareOf(share, f.ps) * f.fraction > 0) {
       ranges[{f.agg, f.ps}].emplace_back(begin, at);
     }
   }
+  return ranges;
+}
+
+// The flows' loads on `up` and their down arcs in `tree`; the largest flow fraction of each
+// aggregating switch in `stream_fraction`. Returns the longest route's latency (µs).
+double AddFlowLoads(const Network& network, const RoutedJob& job,
+                    const std::map<int, double>& share,
+                    const std::map<NodePair, double>& stream_latency, std::map<int, double>* up,
+                    std::map<int, std::set<int>>* tree,
+                    std::map<NodePair, double>* stream_fraction) {
+  const core::Graph& g = network.graph();
+  double max_route_us = 0;
   for (const RoutedFlow& f : job.flows) {
-    double c = share_of(f.ps) * f.fraction;
+    double c = ShareOf(share, f.ps) * f.fraction;
     if (c <= 0) continue;
     double lat = 0;
     for (int a : f.arcs) {
-      Add(up, network.ArcResource(a), c);
+      Add(*up, network.ArcResource(a), c);
       lat += network.latency_us(a);
-      tree[f.ps].insert(Network::Reverse(a));
+      (*tree)[f.ps].insert(Network::Reverse(a));
     }
     if (g.is_switch(f.agg)) {
-      Add(up, network.NodeResource(f.agg), c);
-      double& frac = stream_fraction[{f.agg, f.ps}];
+      Add(*up, network.NodeResource(f.agg), c);
+      double& frac = (*stream_fraction)[{f.agg, f.ps}];
       frac = std::max(frac, f.fraction);
       auto it = stream_latency.find({f.agg, f.ps});
       if (it != stream_latency.end()) lat += it->second;
     } else if (!f.arcs.empty()) {
-      Add(up, network.NodeResource(f.ps), c);
+      Add(*up, network.NodeResource(f.ps), c);
     }
     max_route_us = std::max(max_route_us, lat);
   }
-  // A re-aggregating switch's stream carries the ranges of every stream it re-aggregates.
+  return max_route_us;
+}
+
+// A re-aggregating switch's stream carries the ranges of every stream it re-aggregates.
+void PropagateRanges(const RoutedJob& job, RangesOf* ranges) {
   for (size_t pass = 0; pass < job.streams.size(); ++pass) {
     bool changed = false;
     for (const RoutedStream& st : job.streams) {
       if (st.via < 0) continue;
-      auto it = ranges.find({st.sw, st.ps});
-      if (it == ranges.end()) continue;
-      std::vector<std::pair<double, double>>& to = ranges[{st.via, st.ps}];
+      auto it = ranges->find({st.sw, st.ps});
+      if (it == ranges->end()) continue;
+      std::vector<Range>& to = (*ranges)[{st.via, st.ps}];
       for (const auto& r : it->second) {
         if (std::find(to.begin(), to.end(), r) == to.end()) {
           to.push_back(r);
@@ -142,8 +160,11 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
     }
     if (!changed) break;
   }
-  // Size of each stream: the measure of the union of its ranges.
-  for (auto& [key, list] : ranges) {
+}
+
+// Size of each stream: the measure of the union of its ranges (sorts each list).
+void SizeStreams(RangesOf* ranges, std::map<NodePair, double>* stream_fraction) {
+  for (auto& [key, list] : *ranges) {
     std::sort(list.begin(), list.end());
     double total = 0;
     double reach = 0;
@@ -152,315 +173,101 @@ JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
       if (e > from) total += e - from;
       reach = std::max(reach, e);
     }
-    stream_fraction[key] = std::max(stream_fraction[key], std::min(1.0, total));
+    (*stream_fraction)[key] = std::max((*stream_fraction)[key], std::min(1.0, total));
   }
+}
+
+// The streams' loads on `up` and their down arcs in `tree`.
+void AddStreamLoads(const Network& network, const RoutedJob& job,
+                    const std::map<int, double>& share,
+                    const std::map<NodePair, double>& stream_fraction, std::map<int, double>* up,
+                    std::map<int, std::set<int>>* tree) {
   for (const RoutedStream& st : job.streams) {
     auto it = stream_fraction.find({st.sw, st.ps});
     if (it == stream_fraction.end()) continue;  // nobody aggregates there: unused path
-    double c = share_of(st.ps) * it->second;
+    double c = ShareOf(share, st.ps) * it->second;
     if (st.via >= 0) {
-      Add(up, network.NodeResource(st.via), c);  // one more input of the re-aggregating switch
+      Add(*up, network.NodeResource(st.via), c);  // one more input of the re-aggregating switch
     }
     if (st.arcs.empty()) continue;
     for (int a : st.arcs) {
-      Add(up, network.ArcResource(a), c);
-      tree[st.ps].insert(Network::Reverse(a));
+      Add(*up, network.ArcResource(a), c);
+      (*tree)[st.ps].insert(Network::Reverse(a));
     }
-    if (st.via < 0) Add(up, network.NodeResource(st.ps), c);
+    if (st.via < 0) Add(*up, network.NodeResource(st.ps), c);
   }
+}
+
+// The memory limit of a job with aggregator grants. Per tag, as the data plane holds it: the
+// job's tags on each switch (core::JobTagsOf, the derivation's own rule) share its grant there
+// by core::SplitGrant; a tag has one window over its whole tree, the least of its non-zero
+// shares (core::DeriveSwitchIntents: slots line up along a chain), and tag t of weight
+// w = x_s * (range length) with window a sustains λ · w ≤ a · B · 8 / hold on every switch
+// that gives it a region.
+void ApplyMemoryLimit(const Network& network, const RoutedJob& job, JobUsage* usage) {
+  const core::Graph& g = network.graph();
+  const std::vector<core::JobTag> tags = core::JobTagsOf(g, RoutesOf(network, job));
+  std::map<int, std::vector<size_t>> tags_at;  // switch -> its tags (indices), tag order
+  for (size_t t = 0; t < tags.size(); ++t) {
+    for (const std::string& id : tags[t].switches) tags_at[g.index(id)].push_back(t);
+  }
+  std::vector<int64_t> window(tags.size(), -1);
+  std::map<std::pair<int, size_t>, int64_t> share;  // (switch, tag) -> its split of the grant
+  for (const auto& [sw, at] : tags_at) {
+    auto it = job.aggregators.find(sw);
+    if (it == job.aggregators.end()) continue;
+    std::vector<double> weights;
+    for (size_t t : at) weights.push_back(tags[t].weight);
+    const std::vector<int64_t> split = core::SplitGrant(it->second, weights);
+    for (size_t k = 0; k < at.size(); ++k) {
+      share[{sw, at[k]}] = split[k];
+      if (split[k] > 0)
+        window[at[k]] = window[at[k]] < 0 ? split[k] : std::min(window[at[k]], split[k]);
+    }
+  }
+  for (const auto& [key, split] : share) {
+    const auto [sw, t] = key;
+    if (split <= 0 || !(tags[t].weight > 0)) continue;
+    auto hold_it = job.hold_us.find(sw);
+    const double hold = hold_it != job.hold_us.end() ? hold_it->second : usage->rtt_us;
+    if (hold <= 0) continue;
+    const int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
+    const double cap = static_cast<double>(window[t]) * bytes * 8.0 / (hold * 1e3);
+    const double limit = cap / tags[t].weight;
+    if (limit < usage->memory_limit_gbps) {
+      usage->memory_limit_gbps = limit;
+      usage->memory_switch = sw;
+    }
+  }
+}
+
+}  // namespace
+
+JobUsage ComputeUsage(const Network& network, const RoutedJob& job) {
+  const core::Graph& g = network.graph();
+  std::map<int, double> share;
+  for (const auto& [ps, x] : job.shares) share[ps] += x;
+  std::map<NodePair, double> stream_fraction;  // (switch, ps) -> largest fraction
+  std::map<int, std::set<int>> tree;           // ps -> down arcs
+  std::map<int, double> up;
+  const std::map<NodePair, double> stream_latency = StreamLatencies(network, job);
+  JobUsage usage;
+  RangesOf ranges = FlowRanges(g, job, share);
+  const double max_route_us =
+      AddFlowLoads(network, job, share, stream_latency, &up, &tree, &stream_fraction);
+  PropagateRanges(job, &ranges);
+  SizeStreams(&ranges, &stream_fraction);
+  AddStreamLoads(network, job, share, stream_fraction, &up, &tree);
   std::map<int, double> down;
   for (const auto& [ps, arcs] : tree) {
-    double x = share_of(ps);
+    double x = ShareOf(share, ps);
     for (int a : arcs) Add(down, network.ArcResource(a), x);
   }
   usage.up = ToVector(up);
   usage.down = ToVector(down);
   usage.rtt_us = 2 * max_route_us;
-  if (!job.aggregators.empty()) {
-    // Per tag, as the data plane holds it: the job's tags on each switch (core::JobTagsOf, the
-    // derivation's own rule) share its grant there by core::SplitGrant; a tag has one window over
-    // its whole tree, the least of its non-zero shares (core::DeriveSwitchIntents: slots line up
-    // along a chain), and tag t of weight w = x_s * (range length) with window a sustains
-    // λ · w ≤ a · B · 8 / hold on every switch that gives it a region.
-    const std::vector<core::JobTag> tags = core::JobTagsOf(g, RoutesOf(network, job));
-    std::map<int, std::vector<size_t>> tags_at;  // switch -> its tags (indices), tag order
-    for (size_t t = 0; t < tags.size(); ++t) {
-      for (const std::string& id : tags[t].switches) tags_at[g.index(id)].push_back(t);
-    }
-    std::vector<int64_t> window(tags.size(), -1);
-    std::map<std::pair<int, size_t>, int64_t> share;  // (switch, tag) -> its split of the grant
-    for (const auto& [sw, at] : tags_at) {
-      auto it = job.aggregators.find(sw);
-      if (it == job.aggregators.end()) continue;
-      std::vector<double> weights;
-      for (size_t t : at) weights.push_back(tags[t].weight);
-      const std::vector<int64_t> split = core::SplitGrant(it->second, weights);
-      for (size_t k = 0; k < at.size(); ++k) {
-        share[{sw, at[k]}] = split[k];
-        if (split[k] > 0)
-          window[at[k]] = window[at[k]] < 0 ? split[k] : std::min(window[at[k]], split[k]);
-      }
-    }
-    for (const auto& [key, split] : share) {
-      const auto [sw, t] = key;
-      if (split <= 0 || !(tags[t].weight > 0)) continue;
-      auto hold_it = job.hold_us.find(sw);
-      const double hold = hold_it != job.hold_us.end() ? hold_it->second : usage.rtt_us;
-      if (hold <= 0) continue;
-      const int bytes = network.input().topology.switches[sw].ina.aggregator_bytes;
-      const double cap = static_cast<double>(window[t]) * bytes * 8.0 / (hold * 1e3);
-      const double limit = cap / tags[t].weight;
-      if (limit < usage.memory_limit_gbps) {
-        usage.memory_limit_gbps = limit;
-        usage.memory_switch = sw;
-      }
-    }
-  }
+  if (!job.aggregators.empty()) ApplyMemoryLimit(network, job, &usage);
   return usage;
-}
-
-OnOffShare OnOffFairRates(const std::vector<double>& capacity, const std::vector<OnOffJob>& jobs) {
-  const int n = static_cast<int>(jobs.size());
-  OnOffShare out;
-  out.rates.assign(n, 0.0);
-  out.active_fraction.assign(n, 0.0);
-  out.bottleneck.assign(n, -1);
-  // Average rate at λ (per worker stream).
-  auto average = [&](int j, double lambda) {
-    if (lambda <= 0) return 0.0;
-    if (std::isinf(lambda)) {
-      return jobs[j].compute_s > 0 ? jobs[j].gradient_gbit / jobs[j].compute_s : kUnbounded;
-    }
-    return jobs[j].gradient_gbit / (jobs[j].compute_s + jobs[j].gradient_gbit / lambda);
-  };
-  std::vector<char> frozen(n, 0);
-  std::vector<double> cap(n, kUnbounded);  // burst cap
-  std::vector<int> cap_resource(n, -1);
-  int active = 0;
-  for (int j = 0; j < n; ++j) {
-    cap[j] = jobs[j].flow.limit;
-    for (const auto& [r, c] : jobs[j].flow.coefficients) {
-      if (c <= 0) continue;
-      const double alone = std::max(0.0, capacity[r]) / c;
-      if (alone < cap[j]) {
-        cap[j] = alone;
-        cap_resource[j] = r;
-      }
-    }
-    if (std::isinf(cap[j])) {
-      out.rates[j] = kUnbounded;
-      frozen[j] = 1;
-    } else if (cap[j] <= 0) {
-      frozen[j] = 1;
-      out.bottleneck[j] = cap_resource[j];
-    } else {
-      ++active;
-    }
-  }
-  std::vector<double> fixed_load(capacity.size(), 0.0);  // mean load of frozen jobs
-  for (int j = 0; j < n; ++j) {
-    if (!frozen[j] || std::isinf(out.rates[j])) continue;
-    for (const auto& [r, c] : jobs[j].flow.coefficients)
-      fixed_load[r] += c * average(j, out.rates[j]);
-  }
-  std::vector<double> load(capacity.size(), 0.0);
-  std::vector<int> touched;
-  std::vector<char> mark(capacity.size(), 0);
-  // Mean loads at level t of the resources the unfrozen jobs cross; true when one exceeds its
-  // capacity by more than the tolerance.
-  auto evaluate = [&](double t) {
-    for (int r : touched) load[r] = fixed_load[r];
-    bool over = false;
-    for (int j = 0; j < n; ++j) {
-      if (frozen[j]) continue;
-      const double x = average(j, t);
-      for (const auto& [r, c] : jobs[j].flow.coefficients) load[r] += c * x;
-    }
-    for (int r : touched) {
-      if (load[r] > capacity[r] * (1 + kRelTol) + 1e-12) over = true;
-    }
-    return over;
-  };
-  std::vector<char> saturated_here(capacity.size(), 0);
-  double level = 0;
-  while (active > 0) {
-    touched.clear();
-    double t_hi = kUnbounded;
-    for (int j = 0; j < n; ++j) {
-      if (frozen[j]) continue;
-      t_hi = std::min(t_hi, cap[j]);
-      for (const auto& [r, c] : jobs[j].flow.coefficients) {
-        if (!mark[r]) {
-          mark[r] = 1;
-          touched.push_back(r);
-        }
-      }
-    }
-    for (int r : touched) mark[r] = 0;
-    double t = t_hi;
-    if (evaluate(t_hi)) {
-      double lo = level;
-      double hi = t_hi;
-      for (int it = 0; it < 64 && hi - lo > kRelTol * std::max(1e-9, hi); ++it) {
-        const double mid = 0.5 * (lo + hi);
-        if (evaluate(mid)) {
-          hi = mid;
-        } else {
-          lo = mid;
-        }
-      }
-      t = lo;
-    }
-    evaluate(t);
-    // Saturated resources at t: within the tolerance of capacity (the tightest one at least).
-    for (int r : touched) saturated_here[r] = 0;
-    int tightest = -1;
-    double tightest_ratio = -1;
-    for (int r : touched) {
-      const double ratio = capacity[r] > 0 ? load[r] / capacity[r] : kUnbounded;
-      if (ratio > tightest_ratio) {
-        tightest_ratio = ratio;
-        tightest = r;
-      }
-      if (load[r] >= capacity[r] * (1 - 1e-7)) saturated_here[r] = 1;
-    }
-    const bool at_cap = t >= t_hi * (1 - kRelTol);
-    if (!at_cap && tightest >= 0) saturated_here[tightest] = 1;
-    int froze = 0;
-    for (int j = 0; j < n; ++j) {
-      if (frozen[j]) continue;
-      int via = -1;
-      for (const auto& [r, c] : jobs[j].flow.coefficients) {
-        if (saturated_here[r]) {
-          via = r;
-          break;
-        }
-      }
-      const bool capped = cap[j] <= t * (1 + kRelTol);
-      if (via < 0 && !capped) continue;
-      frozen[j] = 1;
-      --active;
-      ++froze;
-      out.rates[j] = capped ? cap[j] : t;
-      out.bottleneck[j] = via >= 0 ? via : cap_resource[j];
-      const double x = average(j, out.rates[j]);
-      for (const auto& [r, c] : jobs[j].flow.coefficients) fixed_load[r] += c * x;
-    }
-    level = t;
-    if (froze == 0) break;  // cannot happen: the tightest resource or a cap freezes someone
-  }
-  for (int j = 0; j < n; ++j) {
-    if (!frozen[j]) out.rates[j] = level;
-  }
-  for (int j = 0; j < n; ++j) {
-    const double lambda = out.rates[j];
-    if (std::isinf(lambda)) {
-      out.active_fraction[j] = 0;
-    } else if (lambda <= 0) {
-      out.active_fraction[j] = 1;
-    } else {
-      const double comm = jobs[j].gradient_gbit / lambda;
-      out.active_fraction[j] = comm / (jobs[j].compute_s + comm);
-    }
-  }
-  return out;
-}
-
-FairShare MaxMinFairRates(const std::vector<double>& capacity,
-                          const std::vector<VirtualFlow>& flows) {
-  const int n = static_cast<int>(flows.size());
-  FairShare out;
-  out.rates.assign(n, 0.0);
-  out.bottleneck.assign(n, -1);
-  std::vector<char> frozen(n, 0);
-  std::vector<double> remaining = capacity;
-  std::vector<double> sum(capacity.size(), 0.0);
-  std::vector<char> saturated(capacity.size(), 0);
-  int active = 0;
-  for (int f = 0; f < n; ++f) {
-    if (flows[f].coefficients.empty() && std::isinf(flows[f].limit)) {
-      out.rates[f] = kUnbounded;
-      frozen[f] = 1;
-    } else if (flows[f].limit <= 0) {
-      frozen[f] = 1;
-    } else {
-      ++active;
-    }
-  }
-  std::vector<int> touched;
-  while (active > 0) {
-    touched.clear();
-    for (int f = 0; f < n; ++f) {
-      if (frozen[f]) continue;
-      for (const auto& [r, c] : flows[f].coefficients) {
-        if (sum[r] == 0) touched.push_back(r);
-        sum[r] += c;
-      }
-    }
-    double delta = kUnbounded;
-    int argmin = -1;
-    for (int r : touched) {
-      double d = std::max(0.0, remaining[r]) / sum[r];
-      if (d < delta) {
-        delta = d;
-        argmin = r;
-      }
-    }
-    for (int f = 0; f < n; ++f) {
-      if (!frozen[f]) delta = std::min(delta, flows[f].limit - out.rates[f]);
-    }
-    if (std::isinf(delta)) break;  // cannot happen: every active flow has a coefficient or limit
-    delta = std::max(0.0, delta);
-    for (int f = 0; f < n; ++f) {
-      if (!frozen[f]) out.rates[f] += delta;
-    }
-    for (int r : touched) {
-      const double before = remaining[r];
-      remaining[r] -= delta * sum[r];
-      // The resource that set the step is full (no rounding residue left). Compared with what
-      // is left *before* the step: a step set by a private limit leaves the tightest resource
-      // part-full, and it must not freeze the flows crossing it.
-      if (r == argmin && delta * sum[r] >= before - 1e-12) remaining[r] = 0;
-      if (remaining[r] <= kRelTol * std::max(1.0, capacity[r])) saturated[r] = 1;
-    }
-    int froze = 0;
-    for (int f = 0; f < n; ++f) {
-      if (frozen[f]) continue;
-      if (out.rates[f] >= flows[f].limit * (1 - kRelTol)) {
-        frozen[f] = 1;
-        ++froze;
-        continue;
-      }
-      for (const auto& [r, c] : flows[f].coefficients) {
-        if (saturated[r]) {
-          frozen[f] = 1;
-          out.bottleneck[f] = r;
-          ++froze;
-          break;
-        }
-      }
-    }
-    for (int r : touched) sum[r] = 0;
-    if (froze == 0) {
-      // Numerical corner: freeze the flows on the tightest resource so the loop terminates.
-      if (argmin < 0) break;
-      saturated[argmin] = 1;
-      for (int f = 0; f < n; ++f) {
-        if (frozen[f]) continue;
-        for (const auto& [r, c] : flows[f].coefficients) {
-          if (r == argmin) {
-            frozen[f] = 1;
-            out.bottleneck[f] = r;
-            ++froze;
-            break;
-          }
-        }
-      }
-      if (froze == 0) break;
-    }
-    active -= froze;
-  }
-  return out;
 }
 
 double SingleJobRate(const JobUsage& usage, const std::vector<double>& residual) {
@@ -540,117 +347,6 @@ std::vector<std::string> FlowEvaluator::CapacityViolations(const Evaluation& eva
     }
   }
   return out;
-}
-
-absl::StatusOr<RoutedJob> FlowEvaluator::FromJobPlan(const core::JobPlan& plan) const {
-  const core::Graph& g = network_->graph();
-  const std::vector<JobInput>& jobs = network_->input().jobs;
-  RoutedJob job;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].id == plan.job_id) job.job = static_cast<int>(i);
-  }
-  if (job.job < 0) return absl::InvalidArgumentError(absl::StrCat("unknown job ", plan.job_id));
-  auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", plan.job_id, ": ", what));
-  };
-  if (plan.ps_shares.empty()) return bad("no parameter-server shares (ring plans are not scored)");
-  double total = 0;
-  for (const auto& [ps, x] : plan.ps_shares) {
-    int v = g.index(ps);
-    if (v < 0 || !g.is_host(v)) return bad(absl::StrCat("unknown parameter server ", ps));
-    if (!(x >= 0)) return bad(absl::StrCat("negative share for ", ps));
-    job.shares.emplace_back(v, x);
-    total += x;
-  }
-  if (std::abs(total - 1) > 1e-6) return bad(absl::StrCat("shares sum to ", total));
-  auto to_arcs = [&](const std::vector<std::string>& path, std::vector<int>* arcs) -> absl::Status {
-    for (size_t i = 0; i + 1 < path.size(); ++i) {
-      int u = g.index(path[i]);
-      int v = g.index(path[i + 1]);
-      int a = (u >= 0 && v >= 0) ? g.ArcBetween(u, v) : -1;
-      if (a < 0) return bad(absl::StrCat("no up link ", path[i], " -> ", path[i + 1]));
-      arcs->push_back(a);
-    }
-    return absl::OkStatus();
-  };
-  std::set<std::pair<int, int>> aggregating;
-  for (const core::FlowPlan& f : plan.flows) {
-    RoutedFlow rf;
-    rf.worker = g.index(f.worker);
-    rf.ps = g.index(f.ps);
-    rf.agg = g.index(f.aggregation_node);
-    rf.fraction = f.fraction;
-    if (rf.worker < 0 || rf.ps < 0 || rf.agg < 0) {
-      return bad(absl::StrCat("flow ", f.worker, " -> ", f.ps, " names an unknown node"));
-    }
-    if (rf.agg != rf.ps && !g.ina_capable(rf.agg)) {
-      return bad(absl::StrCat("flow ", f.worker, " aggregated at ", f.aggregation_node,
-                              ", which is neither its PS nor an INA switch"));
-    }
-    if (!(f.fraction > 0 && f.fraction <= 1)) return bad("flow fraction outside (0, 1]");
-    if (f.path.empty() || f.path.front() != f.worker || f.path.back() != f.aggregation_node) {
-      return bad(absl::StrCat("flow ", f.worker, " path must run from the worker to ",
-                              f.aggregation_node));
-    }
-    absl::Status s = to_arcs(f.path, &rf.arcs);
-    if (!s.ok()) return s;
-    if (g.is_switch(rf.agg)) aggregating.insert({rf.agg, rf.ps});
-    job.flows.push_back(std::move(rf));
-  }
-  std::set<std::pair<int, int>> streamed;
-  for (const core::AggregatorPlan& a : plan.aggregator_paths) {
-    const int sw = g.index(a.switch_id), ps = g.index(a.ps);
-    if (sw >= 0 && ps >= 0) streamed.insert({sw, ps});
-  }
-  std::map<std::pair<int, int>, int> via_of;
-  for (const core::AggregatorPlan& a : plan.aggregator_paths) {
-    RoutedStream st;
-    st.sw = g.index(a.switch_id);
-    st.ps = g.index(a.ps);
-    if (st.sw < 0 || st.ps < 0) return bad("aggregator path names an unknown node");
-    if (a.path.empty() || a.path.front() != a.switch_id) {
-      return bad(absl::StrCat("aggregator path of ", a.switch_id, " must start at it"));
-    }
-    if (a.path.back() != a.ps) {
-      // Re-aggregated at the switch it ends at (two-level aggregation).
-      const int via = g.index(a.path.back());
-      if (via < 0 || via == st.sw || !g.is_switch(via) || !g.ina_capable(via) ||
-          !streamed.count({via, st.ps})) {
-        return bad(absl::StrCat("aggregator path of ", a.switch_id, " must run to ", a.ps,
-                                " or to an INA switch that aggregates for it"));
-      }
-      st.via = via;
-      via_of[{st.sw, st.ps}] = via;
-    }
-    absl::Status s = to_arcs(a.path, &st.arcs);
-    if (!s.ok()) return s;
-    job.streams.push_back(std::move(st));
-  }
-  for (const auto& [key, first] : via_of) {
-    int at = first;
-    for (size_t hop = 0;; ++hop) {
-      auto it = via_of.find({at, key.second});
-      if (it == via_of.end()) break;
-      if (hop > via_of.size()) {
-        return bad(absl::StrCat("the re-aggregation chain from ", g.name(key.first),
-                                " never reaches ", g.name(key.second)));
-      }
-      at = it->second;
-    }
-  }
-  for (const auto& [sw, ps] : aggregating) {
-    if (!streamed.count({sw, ps})) {
-      return bad(
-          absl::StrCat(g.name(sw), " aggregates for ", g.name(ps), " but has no aggregator path"));
-    }
-  }
-  for (const auto& [sw, n] : plan.aggregators) {
-    int v = g.index(sw);
-    if (v < 0 || !g.is_switch(v)) return bad(absl::StrCat("aggregators on unknown switch ", sw));
-    job.aggregators[v] = n;
-  }
-  job.batch_size = plan.batch_size;
-  return job;
 }
 
 core::JobPlan FlowEvaluator::ToJobPlan(const RoutedJob& job) const {
