@@ -1,644 +1,300 @@
+// EtcdStorage (storage/etcd/etcd_storage.h): the reads, the write path (leader fence, counters,
+// commit), topology, events, the snapshot, and the store ports that forward to EtcdStorage::Impl
+// (storage/etcd/etcd_storage_impl.h). The job store is etcd_jobs.cc, the codecs etcd_codec.cc.
 #include "storage/etcd/etcd_storage.h"
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "storage/etcd/etcd_storage_impl.h"
 #include "storage/store_rules.h"
 
 namespace inac::storage::etcd {
 
-namespace {
-
 using etcdserverpb::Compare;
 using etcdserverpb::RangeRequest;
 using etcdserverpb::TxnRequest;
-using etcdserverpb::TxnResponse;
+using internal::AddCompareMod;
+using internal::AddDelete;
+using internal::AddPut;
+using internal::DecodeEvent;
+using internal::DecodeTopology;
+using internal::EncodeEvent;
 using Json = core::Json;
 
-std::string Seq20(int64_t n) { return absl::StrFormat("%020d", n); }
+// --- reads and the write path
 
-absl::StatusOr<Json> ParseStored(const std::string& text, const std::string& what) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::DataLossError(absl::StrCat("stored ", what, " is not JSON"));
-  return j;
+// One key (serializable); nullopt when absent. `revision` > 0: at that revision.
+absl::StatusOr<std::optional<EtcdStorage::Impl::Kv>> EtcdStorage::Impl::GetKey(
+    const std::string& key, int64_t revision, bool serializable) {
+  RangeRequest r;
+  r.set_key(key);
+  r.set_serializable(serializable);
+  r.set_revision(revision);
+  INAC_ASSIGN_OR_RETURN(auto response, client_->Range(r));
+  if (response.kvs_size() == 0) return std::optional<Kv>();
+  return std::optional<Kv>(Kv{response.kvs(0).value(), response.kvs(0).mod_revision()});
 }
 
-std::string EncodeEvent(const core::Event& e) {
-  Json j = {{"seq", e.seq},
-            {"time_ms", e.time_ms},
-            {"kind", e.kind},
-            {"message", e.message},
-            {"data_json", e.data_json}};
-  if (e.job_id) j["job_id"] = *e.job_id;
-  return j.dump();
-}
-
-absl::StatusOr<core::Event> DecodeEvent(const std::string& text) {
-  INAC_ASSIGN_OR_RETURN(Json j, ParseStored(text, "event"));
-  try {
-    core::Event e;
-    e.seq = j.at("seq").get<int64_t>();
-    e.time_ms = j.at("time_ms").get<int64_t>();
-    e.kind = j.at("kind").get<std::string>();
-    e.message = j.at("message").get<std::string>();
-    e.data_json = j.at("data_json").get<std::string>();
-    if (j.contains("job_id")) e.job_id = j.at("job_id").get<core::JobId>();
-    return e;
-  } catch (const std::exception& ex) {
-    return absl::DataLossError(absl::StrCat("stored event does not decode: ", ex.what()));
-  }
-}
-
-absl::StatusOr<core::Job> DecodeJob(const std::string& text) {
-  INAC_ASSIGN_OR_RETURN(Json j, ParseStored(text, "job"));
-  auto job = core::JobFromJson(j);
-  if (!job.ok()) return absl::DataLossError(job.status().message());
-  return job;
-}
-
-absl::StatusOr<core::TopologyRecord> DecodeTopology(const std::string& text) {
-  INAC_ASSIGN_OR_RETURN(Json j, ParseStored(text, "topology"));
-  if (!j.is_object() || !j.contains("topology") || !j.contains("version")) {
-    return absl::DataLossError("stored topology lacks topology or version");
-  }
-  std::vector<core::Problem> problems;
-  core::TopologyRecord record;
-  record.topology = core::TopologyFromJson(j["topology"], &problems);
-  if (!problems.empty()) return absl::DataLossError("stored topology does not decode");
-  record.version = j.value("version", int64_t{0});
-  record.updated_ms = j.value("updated_ms", int64_t{0});
-  return record;
-}
-
-void AddPut(TxnRequest* txn, const std::string& key, const std::string& value) {
-  auto* put = txn->add_success()->mutable_request_put();
-  put->set_key(key);
-  put->set_value(value);
-}
-
-void AddDelete(TxnRequest* txn, const std::string& key, const std::string& range_end = "") {
-  auto* del = txn->add_success()->mutable_request_delete_range();
-  del->set_key(key);
-  if (!range_end.empty()) del->set_range_end(range_end);
-}
-
-void AddCompareMod(TxnRequest* txn, const std::string& key, int64_t mod_revision) {
-  auto* c = txn->add_compare();
-  c->set_key(key);
-  c->set_target(Compare::MOD);
-  c->set_result(Compare::EQUAL);
-  c->set_mod_revision(mod_revision);
-}
-
-}  // namespace
-
-// All the state and logic; the port classes below forward to it.
-class EtcdStorage::Impl {
- public:
-  Impl(EtcdClient* client, std::unique_ptr<core::Storage> local, EtcdStorageOptions options)
-      : client_(client), local_(std::move(local)), o_(std::move(options)) {}
-
-  core::Storage& local() { return *local_; }
-
-  std::string JobKey(core::JobId id) const { return absl::StrCat(o_.prefix, "jobs/", Seq20(id)); }
-  std::string JobsPrefix() const { return o_.prefix + "jobs/"; }
-  std::string IdemKey(const std::string& key) const { return o_.prefix + "idem/" + key; }
-  std::string JobIdemKey(core::JobId id) const {
-    return absl::StrCat(o_.prefix, "job_idem/", Seq20(id));
-  }
-  std::string EventKey(int64_t seq) const { return absl::StrCat(o_.prefix, "events/", Seq20(seq)); }
-  std::string EventsPrefix() const { return o_.prefix + "events/"; }
-  std::string JobSeqKey() const { return o_.prefix + "meta/job_seq"; }
-  std::string EventSeqKey() const { return o_.prefix + "meta/event_seq"; }
-  std::string TopologyKey() const { return o_.prefix + "meta/topology"; }
-
-  // --- reads
-
-  struct Kv {
-    std::string value;
-    int64_t mod_revision = 0;
-  };
-  // One key (serializable); nullopt when absent. `revision` > 0: at that revision.
-  absl::StatusOr<std::optional<Kv>> GetKey(const std::string& key, int64_t revision = 0,
-                                           bool serializable = true) {
+// Every kv of [from, end) in key order, read in pages at one revision (`*revision` 0: the
+// newest, then set). `visit` returns false to stop.
+absl::Status EtcdStorage::Impl::Scan(const std::string& from, const std::string& end,
+                                     int64_t* revision,
+                                     const std::function<bool(const mvccpb::KeyValue&)>& visit,
+                                     bool keys_only) {
+  std::string key = from;
+  while (true) {
     RangeRequest r;
     r.set_key(key);
-    r.set_serializable(serializable);
-    r.set_revision(revision);
-    INAC_ASSIGN_OR_RETURN(auto response, client_->Range(r));
-    if (response.kvs_size() == 0) return std::optional<Kv>();
-    return std::optional<Kv>(Kv{response.kvs(0).value(), response.kvs(0).mod_revision()});
-  }
-
-  // Every kv of [from, end) in key order, read in pages at one revision (`*revision` 0: the
-  // newest, then set). `visit` returns false to stop.
-  absl::Status Scan(const std::string& from, const std::string& end, int64_t* revision,
-                    const std::function<bool(const mvccpb::KeyValue&)>& visit,
-                    bool keys_only = false) {
-    std::string key = from;
-    while (true) {
-      RangeRequest r;
-      r.set_key(key);
-      r.set_range_end(end);
-      r.set_serializable(true);
-      r.set_limit(500);
-      r.set_keys_only(keys_only);
-      r.set_revision(*revision);
-      INAC_ASSIGN_OR_RETURN(auto response, client_->Range(r));
-      if (*revision == 0) *revision = response.header().revision();
-      for (const auto& kv : response.kvs()) {
-        if (!visit(kv)) return absl::OkStatus();
-      }
-      if (!response.more() || response.kvs_size() == 0) return absl::OkStatus();
-      key = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
-    }
-  }
-
-  // --- the write path
-
-  struct Counter {
-    int64_t value = 0;
-    int64_t mod_revision = 0;  // 0: the key does not exist
-  };
-  absl::Status LoadCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) {
-    if (counters_loaded_) return absl::OkStatus();
-    for (auto [key, counter] : {std::pair{JobSeqKey(), &job_seq_}, {EventSeqKey(), &event_seq_}}) {
-      INAC_ASSIGN_OR_RETURN(auto kv, GetKey(key, 0, /*serializable=*/false));
-      *counter = Counter{};
-      if (kv) {
-        if (!absl::SimpleAtoi(kv->value, &counter->value)) {
-          return absl::DataLossError(absl::StrCat("stored counter ", key, " is not a number"));
-        }
-        counter->mod_revision = kv->mod_revision;
-      }
-    }
-    counters_loaded_ = true;
-    return absl::OkStatus();
-  }
-
-  // Adds the leader fence to `txn` and a failure read of the leader key. Unavailable when this
-  // node is not the leader.
-  absl::Status Fence(TxnRequest* txn) {
-    if (!o_.leader_token) return absl::OkStatus();
-    std::optional<int64_t> token = o_.leader_token();
-    if (!token) return absl::UnavailableError("not the leader: this controller cannot write");
-    auto* c = txn->add_compare();
-    c->set_key(o_.leader_key);
-    c->set_target(Compare::CREATE);
-    c->set_result(Compare::EQUAL);
-    c->set_create_revision(*token);
-    return absl::OkStatus();
-  }
-
-  // Appends the puts of `events` (job_id defaulting to `default_job`) and of the event counter,
-  // with its compare.
-  void AddEvents(TxnRequest* txn, const std::vector<core::Event>& events,
-                 std::optional<core::JobId> default_job, int64_t* new_event_seq)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) {
-    *new_event_seq = event_seq_.value;
-    if (events.empty()) return;
-    AddCompareMod(txn, EventSeqKey(), event_seq_.mod_revision);
-    for (core::Event e : events) {
-      e.seq = ++*new_event_seq;
-      if (!e.job_id) e.job_id = default_job;
-      AddPut(txn, EventKey(e.seq), EncodeEvent(e));
-    }
-    AddPut(txn, EventSeqKey(), absl::StrCat(*new_event_seq));
-  }
-
-  enum class Outcome { kCommitted, kConflict };
-  // Commits `txn`. Conflict: a compare other than the fence failed (the caller re-reads and
-  // retries). Unavailable: not the leader any more, or the outcome is unknown.
-  absl::StatusOr<Outcome> Commit(TxnRequest& txn, bool job_seq_used, int64_t new_job_seq,
-                                 bool event_seq_used, int64_t new_event_seq,
-                                 int64_t* revision = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) {
-    if (o_.leader_token) txn.add_failure()->mutable_request_range()->set_key(o_.leader_key);
-    auto response = client_->Txn(txn);
-    if (!response.ok()) {
-      counters_loaded_ = false;
-      if (absl::IsUnavailable(response.status())) {
-        return absl::UnavailableError(
-            absl::StrCat("etcd did not confirm the write (it may or may not have committed): ",
-                         response.status().message()));
-      }
-      return response.status();
-    }
-    if (!response->succeeded()) {
-      counters_loaded_ = false;
-      if (o_.leader_token) {
-        std::optional<int64_t> token = o_.leader_token();
-        const auto& range = response->responses(0).response_range();
-        if (!token || range.kvs_size() == 0 || range.kvs(0).create_revision() != *token) {
-          return absl::UnavailableError("not the leader: the leadership passed to another node");
-        }
-      }
-      return Outcome::kConflict;
-    }
-    int64_t rev = response->header().revision();
-    if (revision) *revision = rev;
-    if (job_seq_used) job_seq_ = Counter{new_job_seq, rev};
-    if (event_seq_used && new_event_seq != event_seq_.value)
-      event_seq_ = Counter{new_event_seq, rev};
-    return Outcome::kCommitted;
-  }
-
-  static constexpr int kAttempts = 8;
-  static absl::Status TooManyConflicts() {
-    return absl::UnavailableError("etcd: the write kept conflicting with concurrent writes");
-  }
-
-  // --- jobs
-
-  absl::StatusOr<core::CreateJobResult> CreateJob(const core::JobSpec& spec, int64_t now_ms,
-                                                  const std::optional<core::IdempotencyKey>& idem,
-                                                  const std::vector<core::Event>& events) {
-    INAC_RETURN_IF_ERROR(ValidateEvents(events));
-    absl::MutexLock l(&write_mu_);
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      if (idem) {
-        INAC_ASSIGN_OR_RETURN(auto bound,
-                              GetKey(IdemKey(idem->key), 0, attempt > 0 ? false : true));
-        if (bound) {
-          INAC_ASSIGN_OR_RETURN(Json j, ParseStored(bound->value, "idempotency key"));
-          core::JobId id = j.value("job_id", core::JobId{0});
-          if (j.value("body_hash", std::string()) != idem->body_hash) {
-            return absl::AlreadyExistsError(absl::StrCat("conflict: idempotency key \"", idem->key,
-                                                         "\" was used for job ", id,
-                                                         " with a different request body"));
-          }
-          INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id)));
-          if (!kv)
-            return absl::DataLossError(absl::StrCat("idempotency key names job ", id, ", gone"));
-          INAC_ASSIGN_OR_RETURN(core::Job job, DecodeJob(kv->value));
-          return core::CreateJobResult{std::move(job), false};
-        }
-      }
-      INAC_RETURN_IF_ERROR(LoadCounters());
-      TxnRequest txn;
-      INAC_RETURN_IF_ERROR(Fence(&txn));
-      core::Job job;
-      job.id = job_seq_.value + 1;
-      job.spec = spec;
-      job.created_ms = job.updated_ms = now_ms;
-      AddCompareMod(&txn, JobSeqKey(), job_seq_.mod_revision);
-      AddPut(&txn, JobKey(job.id), core::JobToJson(job).dump());
-      AddPut(&txn, JobSeqKey(), absl::StrCat(job.id));
-      if (idem) {
-        auto* c = txn.add_compare();
-        c->set_key(IdemKey(idem->key));
-        c->set_target(Compare::VERSION);
-        c->set_result(Compare::EQUAL);
-        c->set_version(0);
-        AddPut(&txn, IdemKey(idem->key),
-               Json({{"job_id", job.id}, {"body_hash", idem->body_hash}}).dump());
-        AddPut(&txn, JobIdemKey(job.id), idem->key);
-      }
-      int64_t new_event_seq = 0;
-      AddEvents(&txn, events, job.id, &new_event_seq);
-      INAC_ASSIGN_OR_RETURN(Outcome outcome,
-                            Commit(txn, true, job.id, !events.empty(), new_event_seq));
-      if (outcome == Outcome::kCommitted) return core::CreateJobResult{std::move(job), true};
-    }
-    return TooManyConflicts();
-  }
-
-  absl::StatusOr<core::Job> GetJob(core::JobId id) {
-    INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id)));
-    if (!kv) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-    return DecodeJob(kv->value);
-  }
-
-  // Applies `updates` (in order; ids may repeat) in transactions of at most max_txn_ops jobs.
-  absl::StatusOr<std::map<core::JobId, core::Job>> UpdateJobs(
-      const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates, int64_t now_ms,
-      const std::vector<core::Event>& events, std::optional<core::JobId> default_job) {
-    INAC_RETURN_IF_ERROR(ValidateEvents(events));
-    absl::MutexLock l(&write_mu_);
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      std::map<core::JobId, std::pair<core::Job, int64_t>> changed;  // job, read mod revision
-      for (const auto& [id, update] : updates) {
-        auto it = changed.find(id);
-        if (it == changed.end()) {
-          INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id), 0, attempt == 0));
-          if (!kv) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-          INAC_ASSIGN_OR_RETURN(core::Job job, DecodeJob(kv->value));
-          it = changed.emplace(id, std::make_pair(std::move(job), kv->mod_revision)).first;
-        }
-        INAC_RETURN_IF_ERROR(ApplyJobUpdate(update, now_ms, it->second.first));
-      }
-      INAC_RETURN_IF_ERROR(LoadCounters());
-      // Transactions of at most max_txn_ops puts: the jobs first, then the events (with the
-      // counter). One transaction when everything fits (always for a single update).
-      std::vector<core::JobId> ids;
-      for (const auto& [id, entry] : changed) ids.push_back(id);
-      const size_t limit = static_cast<size_t>(o_.max_txn_ops);
-      const bool one_txn = ids.size() + events.size() + 1 <= limit;
-      bool conflict = false;
-      size_t chunk_index = 0;
-      for (size_t start = 0; start < ids.size() || (start == 0 && ids.empty()); start += limit) {
-        TxnRequest txn;
-        INAC_RETURN_IF_ERROR(Fence(&txn));
-        for (size_t k = start; k < std::min(ids.size(), start + limit); ++k) {
-          AddCompareMod(&txn, JobKey(ids[k]), changed[ids[k]].second);
-          AddPut(&txn, JobKey(ids[k]), core::JobToJson(changed[ids[k]].first).dump());
-        }
-        int64_t new_event_seq = event_seq_.value;
-        if (one_txn) AddEvents(&txn, events, default_job, &new_event_seq);
-        INAC_ASSIGN_OR_RETURN(Outcome outcome,
-                              Commit(txn, false, 0, one_txn && !events.empty(), new_event_seq));
-        if (outcome == Outcome::kConflict) {
-          if (chunk_index > 0) {
-            return absl::AbortedError(
-                "a concurrent write changed a job during a chunked update; earlier chunks "
-                "committed");
-          }
-          conflict = true;
-          break;
-        }
-        ++chunk_index;
-        if (ids.empty()) break;
-      }
-      if (!conflict && !one_txn) {
-        for (size_t start = 0; start < events.size(); start += limit - 1) {
-          std::vector<core::Event> part(
-              events.begin() + start, events.begin() + std::min(events.size(), start + limit - 1));
-          for (int attempt2 = 0;; ++attempt2) {
-            INAC_RETURN_IF_ERROR(LoadCounters());
-            TxnRequest txn;
-            INAC_RETURN_IF_ERROR(Fence(&txn));
-            int64_t new_event_seq = 0;
-            AddEvents(&txn, part, default_job, &new_event_seq);
-            INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, true, new_event_seq));
-            if (outcome == Outcome::kCommitted) break;
-            if (attempt2 + 1 >= kAttempts) return TooManyConflicts();
-          }
-        }
-      }
-      if (conflict) continue;
-      std::map<core::JobId, core::Job> out;
-      for (auto& [id, entry] : changed) out.emplace(id, std::move(entry.first));
-      return out;
-    }
-    return TooManyConflicts();
-  }
-
-  absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter) {
-    INAC_RETURN_IF_ERROR(ValidateJobFilter(filter));
-    core::JobPage page;
-    absl::Status decode = absl::OkStatus();
-    int64_t revision = 0;
-    INAC_RETURN_IF_ERROR(Scan(JobKey(filter.after_id + 1), PrefixEnd(JobsPrefix()), &revision,
-                              [&](const mvccpb::KeyValue& kv) {
-                                auto job = DecodeJob(kv.value());
-                                if (!job.ok()) {
-                                  decode = job.status();
-                                  return false;
-                                }
-                                if (!JobMatches(filter, *job)) return true;
-                                if (static_cast<int64_t>(page.jobs.size()) == filter.limit) {
-                                  page.next_after_id = page.jobs.back().id;
-                                  return false;
-                                }
-                                page.jobs.push_back(*std::move(job));
-                                return true;
-                              }));
-    INAC_RETURN_IF_ERROR(decode);
-    return page;
-  }
-
-  absl::StatusOr<std::vector<core::Job>> AllJobs(int64_t* revision) {
-    std::vector<core::Job> jobs;
-    absl::Status decode = absl::OkStatus();
-    INAC_RETURN_IF_ERROR(
-        Scan(JobsPrefix(), PrefixEnd(JobsPrefix()), revision, [&](const mvccpb::KeyValue& kv) {
-          auto job = DecodeJob(kv.value());
-          if (!job.ok()) {
-            decode = job.status();
-            return false;
-          }
-          jobs.push_back(*std::move(job));
-          return true;
-        }));
-    INAC_RETURN_IF_ERROR(decode);
-    return jobs;
-  }
-
-  absl::StatusOr<int64_t> PruneFinished(int64_t older_than_ms, int64_t max_rows) {
-    INAC_RETURN_IF_ERROR(ValidatePruneBatch(max_rows));
-    absl::MutexLock l(&write_mu_);
-    int64_t revision = 0;
-    INAC_ASSIGN_OR_RETURN(std::vector<core::Job> jobs, AllJobs(&revision));
-    std::vector<std::pair<int64_t, core::JobId>> old;
-    for (const core::Job& job : jobs) {
-      if (core::IsTerminal(job.state) && job.updated_ms < older_than_ms) {
-        old.emplace_back(job.updated_ms, job.id);
-      }
-    }
-    std::sort(old.begin(), old.end());
-    if (static_cast<int64_t>(old.size()) > max_rows) old.resize(max_rows);
-    if (old.empty()) return 0;
-    std::set<core::JobId> doomed;
-    for (const auto& [t, id] : old) doomed.insert(id);
-    // Keys to delete: job, its idempotency key (both directions), its events.
-    std::vector<std::string> keys;
-    for (core::JobId id : doomed) {
-      keys.push_back(JobKey(id));
-      INAC_ASSIGN_OR_RETURN(auto idem, GetKey(JobIdemKey(id), revision));
-      if (idem) {
-        keys.push_back(JobIdemKey(id));
-        keys.push_back(IdemKey(idem->value));
-      }
-    }
-    absl::Status decode = absl::OkStatus();
-    int64_t event_rev = revision;
-    INAC_RETURN_IF_ERROR(Scan(EventsPrefix(), PrefixEnd(EventsPrefix()), &event_rev,
-                              [&](const mvccpb::KeyValue& kv) {
-                                auto e = DecodeEvent(kv.value());
-                                if (!e.ok()) {
-                                  decode = e.status();
-                                  return false;
-                                }
-                                if (e->job_id && doomed.count(*e->job_id)) keys.push_back(kv.key());
-                                return true;
-                              }));
-    INAC_RETURN_IF_ERROR(decode);
-    for (size_t i = 0; i < keys.size(); i += o_.max_txn_ops) {
-      TxnRequest txn;
-      INAC_RETURN_IF_ERROR(Fence(&txn));
-      for (size_t k = i; k < std::min(keys.size(), i + o_.max_txn_ops); ++k)
-        AddDelete(&txn, keys[k]);
-      INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, false, 0));
-      if (outcome != Outcome::kCommitted) return absl::AbortedError("prune conflicted");
-    }
-    return static_cast<int64_t>(old.size());
-  }
-
-  // --- topology
-
-  absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology(
-      int64_t revision = 0, int64_t* read_revision = nullptr) {
-    RangeRequest r;
-    r.set_key(TopologyKey());
+    r.set_range_end(end);
     r.set_serializable(true);
-    r.set_revision(revision);
+    r.set_limit(500);
+    r.set_keys_only(keys_only);
+    r.set_revision(*revision);
     INAC_ASSIGN_OR_RETURN(auto response, client_->Range(r));
-    if (read_revision) *read_revision = response.header().revision();
-    if (response.kvs_size() == 0) return std::optional<core::TopologyRecord>();
-    INAC_ASSIGN_OR_RETURN(core::TopologyRecord record, DecodeTopology(response.kvs(0).value()));
-    return std::optional<core::TopologyRecord>(std::move(record));
+    if (*revision == 0) *revision = response.header().revision();
+    for (const auto& kv : response.kvs()) {
+      if (!visit(kv)) return absl::OkStatus();
+    }
+    if (!response.more() || response.kvs_size() == 0) return absl::OkStatus();
+    key = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
   }
+}
 
-  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology, int64_t now_ms,
-                                      std::optional<int64_t> expected_version,
-                                      const std::vector<core::Event>& events) {
-    INAC_RETURN_IF_ERROR(ValidateEvents(events));
-    absl::MutexLock l(&write_mu_);
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      INAC_ASSIGN_OR_RETURN(auto kv, GetKey(TopologyKey(), 0, attempt == 0));
-      int64_t current = 0;
-      if (kv) {
-        INAC_ASSIGN_OR_RETURN(core::TopologyRecord record, DecodeTopology(kv->value));
-        current = record.version;
+absl::Status EtcdStorage::Impl::LoadCounters() {
+  if (counters_loaded_) return absl::OkStatus();
+  for (auto [key, counter] : {std::pair{JobSeqKey(), &job_seq_}, {EventSeqKey(), &event_seq_}}) {
+    INAC_ASSIGN_OR_RETURN(auto kv, GetKey(key, 0, /*serializable=*/false));
+    *counter = Counter{};
+    if (kv) {
+      if (!absl::SimpleAtoi(kv->value, &counter->value)) {
+        return absl::DataLossError(absl::StrCat("stored counter ", key, " is not a number"));
       }
-      if (expected_version && *expected_version != current) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "topology version is ", current, ", not the expected ", *expected_version));
+      counter->mod_revision = kv->mod_revision;
+    }
+  }
+  counters_loaded_ = true;
+  return absl::OkStatus();
+}
+
+// Adds the leader fence to `txn` and a failure read of the leader key. Unavailable when this
+// node is not the leader.
+absl::Status EtcdStorage::Impl::Fence(TxnRequest* txn) {
+  if (!o_.leader_token) return absl::OkStatus();
+  std::optional<int64_t> token = o_.leader_token();
+  if (!token) return absl::UnavailableError("not the leader: this controller cannot write");
+  auto* c = txn->add_compare();
+  c->set_key(o_.leader_key);
+  c->set_target(Compare::CREATE);
+  c->set_result(Compare::EQUAL);
+  c->set_create_revision(*token);
+  return absl::OkStatus();
+}
+
+// Appends the puts of `events` (job_id defaulting to `default_job`) and of the event counter,
+// with its compare.
+void EtcdStorage::Impl::AddEvents(TxnRequest* txn, const std::vector<core::Event>& events,
+                                  std::optional<core::JobId> default_job, int64_t* new_event_seq) {
+  *new_event_seq = event_seq_.value;
+  if (events.empty()) return;
+  AddCompareMod(txn, EventSeqKey(), event_seq_.mod_revision);
+  for (core::Event e : events) {
+    e.seq = ++*new_event_seq;
+    if (!e.job_id) e.job_id = default_job;
+    AddPut(txn, EventKey(e.seq), EncodeEvent(e));
+  }
+  AddPut(txn, EventSeqKey(), absl::StrCat(*new_event_seq));
+}
+
+// Commits `txn`. Conflict: a compare other than the fence failed (the caller re-reads and
+// retries). Unavailable: not the leader any more, or the outcome is unknown.
+absl::StatusOr<EtcdStorage::Impl::Outcome> EtcdStorage::Impl::Commit(
+    TxnRequest& txn, bool job_seq_used, int64_t new_job_seq, bool event_seq_used,
+    int64_t new_event_seq, int64_t* revision) {
+  if (o_.leader_token) txn.add_failure()->mutable_request_range()->set_key(o_.leader_key);
+  auto response = client_->Txn(txn);
+  if (!response.ok()) {
+    counters_loaded_ = false;
+    if (absl::IsUnavailable(response.status())) {
+      return absl::UnavailableError(
+          absl::StrCat("etcd did not confirm the write (it may or may not have committed): ",
+                       response.status().message()));
+    }
+    return response.status();
+  }
+  if (!response->succeeded()) {
+    counters_loaded_ = false;
+    if (o_.leader_token) {
+      std::optional<int64_t> token = o_.leader_token();
+      const auto& range = response->responses(0).response_range();
+      if (!token || range.kvs_size() == 0 || range.kvs(0).create_revision() != *token) {
+        return absl::UnavailableError("not the leader: the leadership passed to another node");
       }
-      INAC_RETURN_IF_ERROR(LoadCounters());
-      TxnRequest txn;
-      INAC_RETURN_IF_ERROR(Fence(&txn));
-      AddCompareMod(&txn, TopologyKey(), kv ? kv->mod_revision : 0);
-      Json doc = {{"version", current + 1},
-                  {"updated_ms", now_ms},
-                  {"topology", core::TopologyToJson(topology)}};
-      AddPut(&txn, TopologyKey(), doc.dump());
-      int64_t new_event_seq = 0;
-      AddEvents(&txn, events, std::nullopt, &new_event_seq);
-      INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, !events.empty(), new_event_seq));
-      if (outcome == Outcome::kCommitted) return current + 1;
     }
-    return TooManyConflicts();
+    return Outcome::kConflict;
   }
+  int64_t rev = response->header().revision();
+  if (revision) *revision = rev;
+  if (job_seq_used) job_seq_ = Counter{new_job_seq, rev};
+  if (event_seq_used && new_event_seq != event_seq_.value) event_seq_ = Counter{new_event_seq, rev};
+  return Outcome::kCommitted;
+}
 
-  // --- events
+// --- topology
 
-  absl::StatusOr<int64_t> AppendEvents(const std::vector<core::Event>& events) {
-    INAC_RETURN_IF_ERROR(ValidateEvents(events));
-    absl::MutexLock l(&write_mu_);
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      INAC_RETURN_IF_ERROR(LoadCounters());
-      TxnRequest txn;
-      INAC_RETURN_IF_ERROR(Fence(&txn));
-      int64_t new_event_seq = 0;
-      AddEvents(&txn, events, std::nullopt, &new_event_seq);
-      INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, true, new_event_seq));
-      if (outcome == Outcome::kCommitted) return new_event_seq;
+absl::StatusOr<std::optional<core::TopologyRecord>> EtcdStorage::Impl::GetTopology(
+    int64_t revision, int64_t* read_revision) {
+  RangeRequest r;
+  r.set_key(TopologyKey());
+  r.set_serializable(true);
+  r.set_revision(revision);
+  INAC_ASSIGN_OR_RETURN(auto response, client_->Range(r));
+  if (read_revision) *read_revision = response.header().revision();
+  if (response.kvs_size() == 0) return std::optional<core::TopologyRecord>();
+  INAC_ASSIGN_OR_RETURN(core::TopologyRecord record, DecodeTopology(response.kvs(0).value()));
+  return std::optional<core::TopologyRecord>(std::move(record));
+}
+
+absl::StatusOr<int64_t> EtcdStorage::Impl::PutTopology(const core::Topology& topology,
+                                                       int64_t now_ms,
+                                                       std::optional<int64_t> expected_version,
+                                                       const std::vector<core::Event>& events) {
+  INAC_RETURN_IF_ERROR(ValidateEvents(events));
+  absl::MutexLock l(&write_mu_);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    INAC_ASSIGN_OR_RETURN(auto kv, GetKey(TopologyKey(), 0, attempt == 0));
+    int64_t current = 0;
+    if (kv) {
+      INAC_ASSIGN_OR_RETURN(core::TopologyRecord record, DecodeTopology(kv->value));
+      current = record.version;
     }
-    return TooManyConflicts();
-  }
-
-  absl::StatusOr<std::vector<core::Event>> ListEvents(const core::EventFilter& filter) {
-    INAC_RETURN_IF_ERROR(ValidateEventFilter(filter));
-    std::vector<core::Event> out;
-    absl::Status decode = absl::OkStatus();
-    int64_t revision = 0;
-    INAC_RETURN_IF_ERROR(Scan(EventKey(filter.after_seq + 1), PrefixEnd(EventsPrefix()), &revision,
-                              [&](const mvccpb::KeyValue& kv) {
-                                auto e = DecodeEvent(kv.value());
-                                if (!e.ok()) {
-                                  decode = e.status();
-                                  return false;
-                                }
-                                if (filter.job_id && e->job_id != filter.job_id) return true;
-                                if (filter.kind && e->kind != *filter.kind) return true;
-                                out.push_back(*std::move(e));
-                                return static_cast<int64_t>(out.size()) < filter.limit;
-                              }));
-    INAC_RETURN_IF_ERROR(decode);
-    return out;
-  }
-
-  absl::StatusOr<int64_t> LastSeq(int64_t revision = 0) {
-    INAC_ASSIGN_OR_RETURN(auto kv, GetKey(EventSeqKey(), revision));
-    int64_t seq = 0;
-    if (kv && !absl::SimpleAtoi(kv->value, &seq)) {
-      return absl::DataLossError("stored event counter is not a number");
+    if (expected_version && *expected_version != current) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("topology version is ", current, ", not the expected ", *expected_version));
     }
-    return seq;
-  }
-
-  absl::StatusOr<int64_t> TrimEvents(int64_t keep_last) {
-    if (keep_last < 0) return absl::InvalidArgumentError("keep_last must not be negative");
-    absl::MutexLock l(&write_mu_);
-    RangeRequest count;
-    count.set_key(EventsPrefix());
-    count.set_range_end(PrefixEnd(EventsPrefix()));
-    count.set_count_only(true);
-    INAC_ASSIGN_OR_RETURN(auto counted, client_->Range(count));
-    int64_t excess = counted.count() - keep_last;
-    if (excess <= 0) return 0;
-    // The key of the newest event to delete.
-    RangeRequest last;
-    last.set_key(EventsPrefix());
-    last.set_range_end(PrefixEnd(EventsPrefix()));
-    last.set_keys_only(true);
-    last.set_limit(excess);
-    last.set_revision(counted.header().revision());
-    INAC_ASSIGN_OR_RETURN(auto keys, client_->Range(last));
-    if (keys.kvs_size() == 0) return 0;
+    INAC_RETURN_IF_ERROR(LoadCounters());
     TxnRequest txn;
     INAC_RETURN_IF_ERROR(Fence(&txn));
-    AddDelete(&txn, EventsPrefix(), keys.kvs(keys.kvs_size() - 1).key() + std::string(1, '\0'));
-    INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, false, 0));
-    if (outcome != Outcome::kCommitted) return absl::AbortedError("trim conflicted");
-    return static_cast<int64_t>(keys.kvs_size());
+    AddCompareMod(&txn, TopologyKey(), kv ? kv->mod_revision : 0);
+    Json doc = {{"version", current + 1},
+                {"updated_ms", now_ms},
+                {"topology", core::TopologyToJson(topology)}};
+    AddPut(&txn, TopologyKey(), doc.dump());
+    int64_t new_event_seq = 0;
+    AddEvents(&txn, events, std::nullopt, &new_event_seq);
+    INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, !events.empty(), new_event_seq));
+    if (outcome == Outcome::kCommitted) return current + 1;
   }
+  return TooManyConflicts();
+}
 
-  // --- snapshot
+// --- events
 
-  absl::StatusOr<core::Snapshot> ReadSnapshot() {
-    core::Snapshot snap;
-    int64_t revision = 0;
-    INAC_ASSIGN_OR_RETURN(snap.topology, GetTopology(0, &revision));
-    INAC_ASSIGN_OR_RETURN(std::vector<core::Job> jobs, AllJobs(&revision));
-    for (core::Job& job : jobs) {
-      if (!core::IsTerminal(job.state)) snap.jobs.push_back(std::move(job));
-    }
-    INAC_ASSIGN_OR_RETURN(snap.last_event_seq, LastSeq(revision));
-    INAC_ASSIGN_OR_RETURN(core::Snapshot local, local_->ReadSnapshot());
-    snap.plan = std::move(local.plan);
-    snap.intents = std::move(local.intents);
-    snap.switch_states = std::move(local.switch_states);
-    return snap;
+absl::StatusOr<int64_t> EtcdStorage::Impl::AppendEvents(const std::vector<core::Event>& events) {
+  INAC_RETURN_IF_ERROR(ValidateEvents(events));
+  absl::MutexLock l(&write_mu_);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    INAC_RETURN_IF_ERROR(LoadCounters());
+    TxnRequest txn;
+    INAC_RETURN_IF_ERROR(Fence(&txn));
+    int64_t new_event_seq = 0;
+    AddEvents(&txn, events, std::nullopt, &new_event_seq);
+    INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, true, new_event_seq));
+    if (outcome == Outcome::kCommitted) return new_event_seq;
   }
+  return TooManyConflicts();
+}
 
-  absl::Status Health() {
-    INAC_RETURN_IF_ERROR(local_->Health());
-    auto kv = GetKey(JobSeqKey());
-    if (!kv.ok()) {
-      return absl::UnavailableError(absl::StrCat("etcd cannot be read: ", kv.status().message()));
-    }
-    return absl::OkStatus();
+absl::StatusOr<std::vector<core::Event>> EtcdStorage::Impl::ListEvents(
+    const core::EventFilter& filter) {
+  INAC_RETURN_IF_ERROR(ValidateEventFilter(filter));
+  std::vector<core::Event> out;
+  absl::Status decode = absl::OkStatus();
+  int64_t revision = 0;
+  INAC_RETURN_IF_ERROR(Scan(EventKey(filter.after_seq + 1), PrefixEnd(EventsPrefix()), &revision,
+                            [&](const mvccpb::KeyValue& kv) {
+                              auto e = DecodeEvent(kv.value());
+                              if (!e.ok()) {
+                                decode = e.status();
+                                return false;
+                              }
+                              if (filter.job_id && e->job_id != filter.job_id) return true;
+                              if (filter.kind && e->kind != *filter.kind) return true;
+                              out.push_back(*std::move(e));
+                              return static_cast<int64_t>(out.size()) < filter.limit;
+                            }));
+  INAC_RETURN_IF_ERROR(decode);
+  return out;
+}
+
+absl::StatusOr<int64_t> EtcdStorage::Impl::LastSeq(int64_t revision) {
+  INAC_ASSIGN_OR_RETURN(auto kv, GetKey(EventSeqKey(), revision));
+  int64_t seq = 0;
+  if (kv && !absl::SimpleAtoi(kv->value, &seq)) {
+    return absl::DataLossError("stored event counter is not a number");
   }
+  return seq;
+}
 
- private:
-  EtcdClient* client_;
-  std::unique_ptr<core::Storage> local_;
-  EtcdStorageOptions o_;
-  absl::Mutex write_mu_;
-  bool counters_loaded_ ABSL_GUARDED_BY(write_mu_) = false;
-  Counter job_seq_ ABSL_GUARDED_BY(write_mu_);
-  Counter event_seq_ ABSL_GUARDED_BY(write_mu_);
-};
+absl::StatusOr<int64_t> EtcdStorage::Impl::TrimEvents(int64_t keep_last) {
+  if (keep_last < 0) return absl::InvalidArgumentError("keep_last must not be negative");
+  absl::MutexLock l(&write_mu_);
+  RangeRequest count;
+  count.set_key(EventsPrefix());
+  count.set_range_end(PrefixEnd(EventsPrefix()));
+  count.set_count_only(true);
+  INAC_ASSIGN_OR_RETURN(auto counted, client_->Range(count));
+  int64_t excess = counted.count() - keep_last;
+  if (excess <= 0) return 0;
+  // The key of the newest event to delete.
+  RangeRequest last;
+  last.set_key(EventsPrefix());
+  last.set_range_end(PrefixEnd(EventsPrefix()));
+  last.set_keys_only(true);
+  last.set_limit(excess);
+  last.set_revision(counted.header().revision());
+  INAC_ASSIGN_OR_RETURN(auto keys, client_->Range(last));
+  if (keys.kvs_size() == 0) return 0;
+  TxnRequest txn;
+  INAC_RETURN_IF_ERROR(Fence(&txn));
+  AddDelete(&txn, EventsPrefix(), keys.kvs(keys.kvs_size() - 1).key() + std::string(1, '\0'));
+  INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, false, 0));
+  if (outcome != Outcome::kCommitted) return absl::AbortedError("trim conflicted");
+  return static_cast<int64_t>(keys.kvs_size());
+}
+
+// --- snapshot
+
+absl::StatusOr<core::Snapshot> EtcdStorage::Impl::ReadSnapshot() {
+  core::Snapshot snap;
+  int64_t revision = 0;
+  INAC_ASSIGN_OR_RETURN(snap.topology, GetTopology(0, &revision));
+  INAC_ASSIGN_OR_RETURN(std::vector<core::Job> jobs, AllJobs(&revision));
+  for (core::Job& job : jobs) {
+    if (!core::IsTerminal(job.state)) snap.jobs.push_back(std::move(job));
+  }
+  INAC_ASSIGN_OR_RETURN(snap.last_event_seq, LastSeq(revision));
+  INAC_ASSIGN_OR_RETURN(core::Snapshot local, local_->ReadSnapshot());
+  snap.plan = std::move(local.plan);
+  snap.intents = std::move(local.intents);
+  snap.switch_states = std::move(local.switch_states);
+  return snap;
+}
+
+absl::Status EtcdStorage::Impl::Health() {
+  INAC_RETURN_IF_ERROR(local_->Health());
+  auto kv = GetKey(JobSeqKey());
+  if (!kv.ok()) {
+    return absl::UnavailableError(absl::StrCat("etcd cannot be read: ", kv.status().message()));
+  }
+  return absl::OkStatus();
+}
 
 namespace {
 

@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "cli/config.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -315,33 +314,6 @@ TEST(RetentionTest, ControllerPrunesAtStart) {
   EXPECT_TRUE(gone);
   // The audit entries written before the restart went too (those of the polling GETs are none).
   EXPECT_TRUE(AuditEntries(server).empty());
-}
-
-TEST(RetentionConfigTest, DaysAreParsedStrictly) {
-  std::vector<core::Problem> problems;
-  auto config =
-      cli::ParseServeConfig(R"({"retention": {"finished_jobs_days": 3, "audit_days": 0}})",
-                            cli::ServeConfig{}, &problems);
-  ASSERT_TRUE(config) << core::FormatProblems(problems);
-  EXPECT_EQ(config->controller.retention.finished_jobs_ms, 3 * RetentionOptions::kDayMs);
-  EXPECT_EQ(config->controller.retention.audit_ms, 0);  // kept forever
-  // Defaults: 7 and 90 days.
-  auto defaults = cli::ParseServeConfig("{}", cli::ServeConfig{}, &problems);
-  ASSERT_TRUE(defaults);
-  EXPECT_EQ(defaults->controller.retention.finished_jobs_ms, 7 * RetentionOptions::kDayMs);
-  EXPECT_EQ(defaults->controller.retention.audit_ms, 90 * RetentionOptions::kDayMs);
-  for (const auto& [text, path] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"retention": {"finished_jobs_days": -1}})", "retention.finished_jobs_days"},
-           {R"({"retention": {"finished_jobs_days": 3651}})", "retention.finished_jobs_days"},
-           {R"({"retention": {"audit_days": 1.5}})", "retention.audit_days"},
-           {R"({"retention": {"audit_days": "90"}})", "retention.audit_days"},
-           {R"({"retention": {"events_days": 1}})", "retention.events_days"},
-           {R"({"retention": 7})", "retention"}}) {
-    problems.clear();
-    EXPECT_FALSE(cli::ParseServeConfig(text, cli::ServeConfig{}, &problems)) << text;
-    ASSERT_FALSE(problems.empty()) << text;
-    EXPECT_EQ(problems[0].path, path) << text;
-  }
 }
 
 TEST(RetentionTest, InvalidOptionsAreRefusedAtStart) {

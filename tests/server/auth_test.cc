@@ -1,13 +1,12 @@
 // Auth: bearer tokens from the configuration with roles admin / operator / viewer /
 // worker, compared in constant time; with no token configured only loopback addresses may be
-// served. Also the configuration file's token and listen checks.
+// served. The configuration file's token and listen checks are in tests/cli/serve_config_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/config.h"
 #include "http/address.h"
 #include "tests/server/server_fixture.h"
 
@@ -176,133 +175,6 @@ TEST_F(AuthTest, WorkerTouchesOnlyItsTenantsJobs) {
   Reply progress = server_.Get(Job(vision_), kAdminToken);
   EXPECT_EQ(progress.json["iterations_done"], 7);
   EXPECT_EQ(server_.JobState(nlp_), "running");
-}
-
-// --- The configuration file's tokens.
-
-std::optional<cli::ServeConfig> Parse(const std::string& text,
-                                      std::vector<core::Problem>* problems) {
-  return cli::ParseServeConfig(text, cli::ServeConfig{}, problems);
-}
-
-bool HasProblemAt(const std::vector<core::Problem>& problems, const std::string& path) {
-  for (const auto& p : problems) {
-    if (p.path == path) return true;
-  }
-  return false;
-}
-
-TEST(ServeConfigTest, ReadsTokensAndRoles) {
-  std::vector<core::Problem> problems;
-  auto config = Parse(R"({
-    "listen": "127.0.0.1:0",
-    "tokens": [
-      {"name": "ops", "token": "0123456789abcdef-admin", "role": "admin"},
-      {"token": "0123456789abcdef-operator", "role": "operator"},
-      {"name": "dash", "token": "0123456789abcdef-viewer", "role": "viewer"},
-      {"name": "w", "token": "0123456789abcdef-worker", "role": "worker", "tenant": "vision"}
-    ]})",
-                      &problems);
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
-  ASSERT_EQ(config->tokens.size(), 4u);
-  EXPECT_EQ(config->tokens[0].role, northbound::Role::kAdmin);
-  EXPECT_EQ(config->tokens[1].role, northbound::Role::kOperator);
-  EXPECT_EQ(config->tokens[1].name, "token1");
-  EXPECT_EQ(config->tokens[2].role, northbound::Role::kViewer);
-  EXPECT_EQ(config->tokens[3].role, northbound::Role::kWorker);
-  EXPECT_EQ(config->tokens[3].tenant, "vision");
-}
-
-TEST(ServeConfigTest, RefusesWeakOrAmbiguousTokens) {
-  std::vector<core::Problem> problems;
-  EXPECT_FALSE(Parse(R"({"tokens": [
-      {"token": "short", "role": "admin"},
-      {"token": "0123456789abcdef-x", "role": "root"},
-      {"token": "0123456789abcdef-w", "role": "worker"},
-      {"token": "0123456789abcdef-dup", "role": "viewer"},
-      {"token": "0123456789abcdef-dup", "role": "admin"},
-      {"token": "0123456789abcdef-y", "role": "viewer", "scope": "all"},
-      {"role": "viewer"},
-      "token"
-    ]})",
-                     &problems)
-                   .has_value());
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[0].token")) << core::FormatProblems(problems);
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[1].role"));
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[2].tenant"));
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[4].token"));  // duplicate
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[5].scope"));
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[6].token"));
-  EXPECT_TRUE(HasProblemAt(problems, "tokens[7]"));
-}
-
-TEST(ServeConfigTest, RefusesBadListenAndUnknownFields) {
-  std::vector<core::Problem> problems;
-  EXPECT_FALSE(Parse(R"({"listen": "127.0.0.1:99999", "colour": "blue"})", &problems));
-  EXPECT_TRUE(HasProblemAt(problems, "listen")) << core::FormatProblems(problems);
-  EXPECT_TRUE(HasProblemAt(problems, "colour"));
-  problems.clear();
-  EXPECT_FALSE(Parse(R"({"listen": "no-port"})", &problems));
-  EXPECT_TRUE(HasProblemAt(problems, "listen"));
-  problems.clear();
-  EXPECT_FALSE(Parse(R"({"timer_ms": "fast", "seed": -1})", &problems));
-  EXPECT_TRUE(HasProblemAt(problems, "timer_ms"));
-  EXPECT_TRUE(HasProblemAt(problems, "seed"));
-}
-
-TEST(ServeConfigTest, ReadsHttpLimitsAndRefusesUnworkableOnes) {
-  std::vector<core::Problem> problems;
-  auto config = Parse(R"({"http": {"threads": 4, "max_connections": 100,
-      "max_connections_per_client": 10, "max_headers": 20, "max_body_bytes": 4096,
-      "header_timeout_ms": 2000, "idle_timeout_ms": 5000, "max_pipelined": 4}})",
-                      &problems);
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
-  EXPECT_EQ(config->http.workers, 4);
-  EXPECT_EQ(config->http.max_connections, 100u);
-  EXPECT_EQ(config->http.max_connections_per_client, 10u);
-  EXPECT_EQ(config->http.max_headers, 20u);
-  EXPECT_EQ(config->http.max_body_bytes, 4096u);
-  EXPECT_EQ(config->http.header_timeout_ms, 2000);
-  EXPECT_EQ(config->http.idle_timeout_ms, 5000);
-  EXPECT_EQ(config->http.max_pipelined, 4u);
-  EXPECT_EQ(config->http.write_timeout_ms,
-            http::HttpServerOptions{}.write_timeout_ms);  // default kept
-  problems.clear();
-  EXPECT_FALSE(Parse(R"({"http": {"threads": 0, "header_timeout_ms": 0, "max_body_bytes": "1M",
-      "max_connections": 100, "max_connections_per_client": 101, "keepalive": true}})",
-                     &problems)
-                   .has_value());
-  for (const char* path : {"http.threads", "http.header_timeout_ms", "http.max_body_bytes",
-                           "http.max_connections_per_client", "http.keepalive"}) {
-    EXPECT_TRUE(HasProblemAt(problems, path)) << path << ": " << core::FormatProblems(problems);
-  }
-  problems.clear();
-  EXPECT_FALSE(Parse(R"({"http": 5})", &problems).has_value());
-  EXPECT_TRUE(HasProblemAt(problems, "http"));
-}
-
-TEST(ServeConfigTest, NoTokensMeansLoopbackOnly) {
-  std::vector<core::Problem> problems;
-  // A file that listens on every interface without tokens is refused...
-  EXPECT_FALSE(Parse(R"({"listen": "0.0.0.0:8080"})", &problems).has_value());
-  EXPECT_TRUE(HasProblemAt(problems, "listen")) << core::FormatProblems(problems);
-  problems.clear();
-  // ... and accepted with a token (plus TLS or, here, the plain-HTTP override), or on loopback.
-  EXPECT_TRUE(Parse(R"({"listen": "0.0.0.0:8080", "allow_insecure_http": true,
-                        "tokens": [{"token": "0123456789abcdef", "role": "admin"}]})",
-                    &problems)
-                  .has_value())
-      << core::FormatProblems(problems);
-  EXPECT_TRUE(Parse(R"({"listen": "[::1]:8080"})", &problems).has_value())
-      << core::FormatProblems(problems);
-  cli::ServeConfig config;
-  config.listen = "10.1.2.3:8080";
-  EXPECT_EQ(cli::CheckListenAllowed(config).code(), absl::StatusCode::kFailedPrecondition);
-  config.tokens = DefaultTokens();
-  EXPECT_EQ(cli::CheckListenAllowed(config).code(),
-            absl::StatusCode::kFailedPrecondition);  // no TLS
-  config.allow_insecure_http = true;
-  EXPECT_TRUE(cli::CheckListenAllowed(config).ok());
 }
 
 }  // namespace

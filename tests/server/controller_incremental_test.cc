@@ -9,7 +9,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cli/config.h"
 #include "core/json.h"
 #include "tests/fixtures/sample_jobs.h"
 #include "tests/server/server_fixture.h"
@@ -175,38 +174,6 @@ TEST_F(ControllerIncrementalTest, WithoutIncrementalEveryChangeIsOneFullPlan) {
   EXPECT_TRUE(Events("plan_refined").empty());
   EXPECT_EQ(server_->JobState(a), "running");
   EXPECT_EQ(server_->JobState(b), "running");
-}
-
-// Planner options in the controller's config: a good value is taken, the default is the
-// planner's, and a bad value is one problem at the key's path.
-template <typename T>
-void ExpectPlannerKey(const std::string& key, const std::string& good, T ControllerOptions::*field,
-                      T want, T default_value, const std::vector<std::string>& bad_values) {
-  std::vector<core::Problem> problems;
-  auto config =
-      cli::ParseServeConfig("{\"" + key + "\": " + good + "}", cli::ServeConfig{}, &problems);
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
-  EXPECT_EQ(config->controller.*field, want) << key;
-  EXPECT_EQ(cli::ServeConfig{}.controller.*field, default_value) << key;
-  for (const std::string& bad : bad_values) {
-    const std::string text = "{\"" + key + "\": " + bad + "}";
-    problems.clear();
-    EXPECT_FALSE(cli::ParseServeConfig(text, cli::ServeConfig{}, &problems)) << text;
-    ASSERT_EQ(problems.size(), 1u) << text;
-    EXPECT_EQ(problems[0].path, key);
-  }
-}
-
-// Spread candidates (scheduler::PlannerOptions::spread_min_columns).
-TEST(PlannerConfigTest, SpreadMinColumnsIsAConfigOption) {
-  ExpectPlannerKey<int64_t>("spread_min_columns", "0", &ControllerOptions::spread_min_columns, 0,
-                            20000, {"-2", "\"all\""});
-}
-
-// grid-split's range cap (scheduler::PlannerOptions::split_max_ranges).
-TEST(PlannerConfigTest, SplitMaxRangesIsAConfigOption) {
-  ExpectPlannerKey<int>("split_max_ranges", "16", &ControllerOptions::split_max_ranges, 16, 0,
-                        {"-1", "65", "\"few\""});
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cli/config.h"
 #include "tests/server/server_fixture.h"
 
 namespace inac::server::testing {
@@ -336,20 +335,6 @@ TEST_F(InaCountersRateTest, ReadsAtMostOncePerPeriodPerSwitch) {
   Json c = Counters(id);
   EXPECT_EQ(c["switches"].size(), aggregations.size());
   EXPECT_EQ(c["aggregated_packets"], 0);  // still the first read's values
-}
-
-TEST(InaCountersConfigTest, PeriodIsAConfigOption) {
-  std::vector<core::Problem> problems;
-  auto config =
-      cli::ParseServeConfig(R"({"counters_period_ms": 500})", cli::ServeConfig{}, &problems);
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems);
-  EXPECT_EQ(config->controller.counters_period_ms, 500);
-  EXPECT_EQ(cli::ServeConfig{}.controller.counters_period_ms, 2000);
-  problems.clear();
-  EXPECT_FALSE(
-      cli::ParseServeConfig(R"({"counters_period_ms": -1})", cli::ServeConfig{}, &problems));
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].path, "counters_period_ms");
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // http/tls_context.h) against the production client (ApiClient over https://, the CA of a
 // throwaway PKI from tests/fixtures/tls_certs.h) and raw OpenSSL clients for what ApiClient does
 // not do (pipelining, old protocol versions, ALPN, renegotiation); hostile clients (plain HTTP,
-// a TCP connection that never handshakes) on raw sockets. Then the listen rule
-// (CheckListenRule, CheckListenAllowed, HttpApi::Bind) and the configuration's "tls" object.
+// a TCP connection that never handshakes) on raw sockets. Then the listen rule (CheckListenRule,
+// HttpApi::Bind); the configuration's "tls" object and its listen check are in
+// tests/cli/serve_config_test.cc.
 // No timed assertions: timeouts are short and the tests wait for outcomes, bounded.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,7 +30,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cli/config.h"
 #include "http/http_server.h"
 #include "northbound/api_client.h"
 #include "northbound/http_api.h"
@@ -613,17 +613,6 @@ TEST(ListenRuleTest, EveryCombination) {
     if (!c.allowed) {
       EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
     }
-    // The configuration's check agrees.
-    cli::ServeConfig config;
-    config.listen = absl::StrCat(absl::StrContains(c.host, ":") ? "[" : "", c.host,
-                                 absl::StrContains(c.host, ":") ? "]" : "", ":8443");
-    if (c.tokens) config.tokens = DefaultTokens();
-    if (c.tls) {
-      config.http.tls_cert_file = "cert.pem";
-      config.http.tls_key_file = "key.pem";
-    }
-    config.allow_insecure_http = c.allow_insecure;
-    EXPECT_EQ(cli::CheckListenAllowed(config).ok(), c.allowed) << cli::CheckListenAllowed(config);
   }
   // The message names the fixes.
   const std::string m(northbound::CheckListenRule("0.0.0.0", true, false, false).message());
@@ -649,75 +638,6 @@ TEST(ListenRuleTest, HttpApiBindRefusesTokensInTheClearBeforeBinding) {
   EXPECT_EQ(open_api.Bind("0.0.0.0", 0).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(open_api_override.Bind("0.0.0.0", 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
-}
-
-class ServeConfigTlsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto files = fixtures::WriteTlsTestFiles(dir_.path());
-    ASSERT_TRUE(files.ok()) << files.status();
-  }
-  std::optional<cli::ServeConfig> Parse(const std::string& text) {
-    problems_.clear();
-    return cli::ParseServeConfig(text, cli::ServeConfig{}, &problems_, dir_.path());
-  }
-  bool HasProblemAt(const std::string& path) const {
-    for (const core::Problem& p : problems_) {
-      if (p.path == path) return true;
-    }
-    return false;
-  }
-  TempDir dir_;
-  std::vector<core::Problem> problems_;
-};
-
-constexpr char kTokens[] = R"("tokens": [{"token": "0123456789abcdef", "role": "admin"}])";
-
-TEST_F(ServeConfigTlsTest, TlsPathsAreResolvedAgainstTheConfigDirectory) {
-  auto config = Parse(absl::StrCat(R"({"listen": "0.0.0.0:8443", )", kTokens,
-                                   R"(, "tls": {"cert": "server.pem", "key": "server-key.pem"}})"));
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems_);
-  EXPECT_EQ(config->http.tls_cert_file, dir_.File("server.pem"));
-  EXPECT_EQ(config->http.tls_key_file, dir_.File("server-key.pem"));
-  EXPECT_FALSE(config->allow_insecure_http);
-  // Absolute paths stay as they are.
-  config = Parse(absl::StrCat(R"({"tls": {"cert": ")", dir_.File("server.pem"), R"(", "key": ")",
-                              dir_.File("server-key.pem"), R"("}})"));
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems_);
-  EXPECT_EQ(config->http.tls_cert_file, dir_.File("server.pem"));
-}
-
-TEST_F(ServeConfigTlsTest, TlsIsValidatedStrictly) {
-  EXPECT_FALSE(Parse(R"({"tls": {"cert": "nowhere.pem", "key": "server-key.pem"}})"));
-  EXPECT_TRUE(HasProblemAt("tls.cert")) << core::FormatProblems(problems_);
-  EXPECT_TRUE(absl::StrContains(core::FormatProblems(problems_), dir_.File("nowhere.pem")))
-      << core::FormatProblems(problems_);
-  EXPECT_FALSE(Parse(R"({"tls": {"cert": "server.pem"}})"));
-  EXPECT_TRUE(HasProblemAt("tls.key")) << core::FormatProblems(problems_);
-  EXPECT_FALSE(Parse(R"({"tls": {"cert": "server.pem", "key": "server-key.pem", "ca": "x"}})"));
-  EXPECT_TRUE(HasProblemAt("tls.ca")) << core::FormatProblems(problems_);
-  EXPECT_FALSE(Parse(R"({"tls": {"cert": 1, "key": ""}})"));
-  EXPECT_TRUE(HasProblemAt("tls.cert"));
-  EXPECT_TRUE(HasProblemAt("tls.key"));
-  EXPECT_FALSE(Parse(R"({"tls": "server.pem"})"));
-  EXPECT_TRUE(HasProblemAt("tls"));
-  EXPECT_FALSE(Parse(R"({"allow_insecure_http": "yes"})"));
-  EXPECT_TRUE(HasProblemAt("allow_insecure_http"));
-}
-
-TEST_F(ServeConfigTlsTest, TokensBeyondLoopbackNeedTlsOrTheOverride) {
-  EXPECT_FALSE(Parse(absl::StrCat(R"({"listen": "0.0.0.0:8443", )", kTokens, "}")));
-  EXPECT_TRUE(HasProblemAt("listen")) << core::FormatProblems(problems_);
-  auto config = Parse(
-      absl::StrCat(R"({"listen": "0.0.0.0:8080", "allow_insecure_http": true, )", kTokens, "}"));
-  ASSERT_TRUE(config.has_value()) << core::FormatProblems(problems_);
-  EXPECT_TRUE(config->allow_insecure_http);
-  // Without tokens neither TLS nor the override opens a non-loopback address.
-  EXPECT_FALSE(Parse(R"({"listen": "0.0.0.0:8443", "allow_insecure_http": true,
-                         "tls": {"cert": "server.pem", "key": "server-key.pem"}})"));
-  EXPECT_TRUE(HasProblemAt("listen")) << core::FormatProblems(problems_);
-  // Loopback needs neither.
-  EXPECT_TRUE(Parse(absl::StrCat(R"({"listen": "127.0.0.1:8080", )", kTokens, "}")));
 }
 
 }  // namespace

@@ -1,0 +1,249 @@
+// The job store of EtcdStorage (storage/etcd/etcd_storage_impl.h): jobs under <prefix>jobs/ with
+// their idempotency keys (both directions) and the job counter, written through Fence and Commit.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "storage/etcd/etcd_storage_impl.h"
+#include "storage/store_rules.h"
+
+namespace inac::storage::etcd {
+
+using etcdserverpb::Compare;
+using etcdserverpb::TxnRequest;
+using internal::AddCompareMod;
+using internal::AddDelete;
+using internal::AddPut;
+using internal::DecodeEvent;
+using internal::DecodeJob;
+using internal::ParseStored;
+using Json = core::Json;
+
+absl::StatusOr<core::CreateJobResult> EtcdStorage::Impl::CreateJob(
+    const core::JobSpec& spec, int64_t now_ms, const std::optional<core::IdempotencyKey>& idem,
+    const std::vector<core::Event>& events) {
+  INAC_RETURN_IF_ERROR(ValidateEvents(events));
+  absl::MutexLock l(&write_mu_);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    if (idem) {
+      INAC_ASSIGN_OR_RETURN(auto bound, GetKey(IdemKey(idem->key), 0, attempt > 0 ? false : true));
+      if (bound) {
+        INAC_ASSIGN_OR_RETURN(Json j, ParseStored(bound->value, "idempotency key"));
+        core::JobId id = j.value("job_id", core::JobId{0});
+        if (j.value("body_hash", std::string()) != idem->body_hash) {
+          return absl::AlreadyExistsError(absl::StrCat("conflict: idempotency key \"", idem->key,
+                                                       "\" was used for job ", id,
+                                                       " with a different request body"));
+        }
+        INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id)));
+        if (!kv)
+          return absl::DataLossError(absl::StrCat("idempotency key names job ", id, ", gone"));
+        INAC_ASSIGN_OR_RETURN(core::Job job, DecodeJob(kv->value));
+        return core::CreateJobResult{std::move(job), false};
+      }
+    }
+    INAC_RETURN_IF_ERROR(LoadCounters());
+    TxnRequest txn;
+    INAC_RETURN_IF_ERROR(Fence(&txn));
+    core::Job job;
+    job.id = job_seq_.value + 1;
+    job.spec = spec;
+    job.created_ms = job.updated_ms = now_ms;
+    AddCompareMod(&txn, JobSeqKey(), job_seq_.mod_revision);
+    AddPut(&txn, JobKey(job.id), core::JobToJson(job).dump());
+    AddPut(&txn, JobSeqKey(), absl::StrCat(job.id));
+    if (idem) {
+      auto* c = txn.add_compare();
+      c->set_key(IdemKey(idem->key));
+      c->set_target(Compare::VERSION);
+      c->set_result(Compare::EQUAL);
+      c->set_version(0);
+      AddPut(&txn, IdemKey(idem->key),
+             Json({{"job_id", job.id}, {"body_hash", idem->body_hash}}).dump());
+      AddPut(&txn, JobIdemKey(job.id), idem->key);
+    }
+    int64_t new_event_seq = 0;
+    AddEvents(&txn, events, job.id, &new_event_seq);
+    INAC_ASSIGN_OR_RETURN(Outcome outcome,
+                          Commit(txn, true, job.id, !events.empty(), new_event_seq));
+    if (outcome == Outcome::kCommitted) return core::CreateJobResult{std::move(job), true};
+  }
+  return TooManyConflicts();
+}
+
+absl::StatusOr<core::Job> EtcdStorage::Impl::GetJob(core::JobId id) {
+  INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id)));
+  if (!kv) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  return DecodeJob(kv->value);
+}
+
+// Applies `updates` (in order; ids may repeat) in transactions of at most max_txn_ops jobs.
+absl::StatusOr<std::map<core::JobId, core::Job>> EtcdStorage::Impl::UpdateJobs(
+    const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates, int64_t now_ms,
+    const std::vector<core::Event>& events, std::optional<core::JobId> default_job) {
+  INAC_RETURN_IF_ERROR(ValidateEvents(events));
+  absl::MutexLock l(&write_mu_);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::map<core::JobId, std::pair<core::Job, int64_t>> changed;  // job, read mod revision
+    for (const auto& [id, update] : updates) {
+      auto it = changed.find(id);
+      if (it == changed.end()) {
+        INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id), 0, attempt == 0));
+        if (!kv) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+        INAC_ASSIGN_OR_RETURN(core::Job job, DecodeJob(kv->value));
+        it = changed.emplace(id, std::make_pair(std::move(job), kv->mod_revision)).first;
+      }
+      INAC_RETURN_IF_ERROR(ApplyJobUpdate(update, now_ms, it->second.first));
+    }
+    INAC_RETURN_IF_ERROR(LoadCounters());
+    // Transactions of at most max_txn_ops puts: the jobs first, then the events (with the
+    // counter). One transaction when everything fits (always for a single update).
+    std::vector<core::JobId> ids;
+    for (const auto& [id, entry] : changed) ids.push_back(id);
+    const size_t limit = static_cast<size_t>(o_.max_txn_ops);
+    const bool one_txn = ids.size() + events.size() + 1 <= limit;
+    bool conflict = false;
+    size_t chunk_index = 0;
+    for (size_t start = 0; start < ids.size() || (start == 0 && ids.empty()); start += limit) {
+      TxnRequest txn;
+      INAC_RETURN_IF_ERROR(Fence(&txn));
+      for (size_t k = start; k < std::min(ids.size(), start + limit); ++k) {
+        AddCompareMod(&txn, JobKey(ids[k]), changed[ids[k]].second);
+        AddPut(&txn, JobKey(ids[k]), core::JobToJson(changed[ids[k]].first).dump());
+      }
+      int64_t new_event_seq = event_seq_.value;
+      if (one_txn) AddEvents(&txn, events, default_job, &new_event_seq);
+      INAC_ASSIGN_OR_RETURN(Outcome outcome,
+                            Commit(txn, false, 0, one_txn && !events.empty(), new_event_seq));
+      if (outcome == Outcome::kConflict) {
+        if (chunk_index > 0) {
+          return absl::AbortedError(
+              "a concurrent write changed a job during a chunked update; earlier chunks "
+              "committed");
+        }
+        conflict = true;
+        break;
+      }
+      ++chunk_index;
+      if (ids.empty()) break;
+    }
+    if (!conflict && !one_txn) {
+      for (size_t start = 0; start < events.size(); start += limit - 1) {
+        std::vector<core::Event> part(events.begin() + start,
+                                      events.begin() + std::min(events.size(), start + limit - 1));
+        for (int attempt2 = 0;; ++attempt2) {
+          INAC_RETURN_IF_ERROR(LoadCounters());
+          TxnRequest txn;
+          INAC_RETURN_IF_ERROR(Fence(&txn));
+          int64_t new_event_seq = 0;
+          AddEvents(&txn, part, default_job, &new_event_seq);
+          INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, true, new_event_seq));
+          if (outcome == Outcome::kCommitted) break;
+          if (attempt2 + 1 >= kAttempts) return TooManyConflicts();
+        }
+      }
+    }
+    if (conflict) continue;
+    std::map<core::JobId, core::Job> out;
+    for (auto& [id, entry] : changed) out.emplace(id, std::move(entry.first));
+    return out;
+  }
+  return TooManyConflicts();
+}
+
+absl::StatusOr<core::JobPage> EtcdStorage::Impl::ListJobs(const core::JobFilter& filter) {
+  INAC_RETURN_IF_ERROR(ValidateJobFilter(filter));
+  core::JobPage page;
+  absl::Status decode = absl::OkStatus();
+  int64_t revision = 0;
+  INAC_RETURN_IF_ERROR(Scan(JobKey(filter.after_id + 1), PrefixEnd(JobsPrefix()), &revision,
+                            [&](const mvccpb::KeyValue& kv) {
+                              auto job = DecodeJob(kv.value());
+                              if (!job.ok()) {
+                                decode = job.status();
+                                return false;
+                              }
+                              if (!JobMatches(filter, *job)) return true;
+                              if (static_cast<int64_t>(page.jobs.size()) == filter.limit) {
+                                page.next_after_id = page.jobs.back().id;
+                                return false;
+                              }
+                              page.jobs.push_back(*std::move(job));
+                              return true;
+                            }));
+  INAC_RETURN_IF_ERROR(decode);
+  return page;
+}
+
+absl::StatusOr<std::vector<core::Job>> EtcdStorage::Impl::AllJobs(int64_t* revision) {
+  std::vector<core::Job> jobs;
+  absl::Status decode = absl::OkStatus();
+  INAC_RETURN_IF_ERROR(
+      Scan(JobsPrefix(), PrefixEnd(JobsPrefix()), revision, [&](const mvccpb::KeyValue& kv) {
+        auto job = DecodeJob(kv.value());
+        if (!job.ok()) {
+          decode = job.status();
+          return false;
+        }
+        jobs.push_back(*std::move(job));
+        return true;
+      }));
+  INAC_RETURN_IF_ERROR(decode);
+  return jobs;
+}
+
+absl::StatusOr<int64_t> EtcdStorage::Impl::PruneFinished(int64_t older_than_ms, int64_t max_rows) {
+  INAC_RETURN_IF_ERROR(ValidatePruneBatch(max_rows));
+  absl::MutexLock l(&write_mu_);
+  int64_t revision = 0;
+  INAC_ASSIGN_OR_RETURN(std::vector<core::Job> jobs, AllJobs(&revision));
+  std::vector<std::pair<int64_t, core::JobId>> old;
+  for (const core::Job& job : jobs) {
+    if (core::IsTerminal(job.state) && job.updated_ms < older_than_ms) {
+      old.emplace_back(job.updated_ms, job.id);
+    }
+  }
+  std::sort(old.begin(), old.end());
+  if (static_cast<int64_t>(old.size()) > max_rows) old.resize(max_rows);
+  if (old.empty()) return 0;
+  std::set<core::JobId> doomed;
+  for (const auto& [t, id] : old) doomed.insert(id);
+  // Keys to delete: job, its idempotency key (both directions), its events.
+  std::vector<std::string> keys;
+  for (core::JobId id : doomed) {
+    keys.push_back(JobKey(id));
+    INAC_ASSIGN_OR_RETURN(auto idem, GetKey(JobIdemKey(id), revision));
+    if (idem) {
+      keys.push_back(JobIdemKey(id));
+      keys.push_back(IdemKey(idem->value));
+    }
+  }
+  absl::Status decode = absl::OkStatus();
+  int64_t event_rev = revision;
+  INAC_RETURN_IF_ERROR(
+      Scan(EventsPrefix(), PrefixEnd(EventsPrefix()), &event_rev, [&](const mvccpb::KeyValue& kv) {
+        auto e = DecodeEvent(kv.value());
+        if (!e.ok()) {
+          decode = e.status();
+          return false;
+        }
+        if (e->job_id && doomed.count(*e->job_id)) keys.push_back(kv.key());
+        return true;
+      }));
+  INAC_RETURN_IF_ERROR(decode);
+  for (size_t i = 0; i < keys.size(); i += o_.max_txn_ops) {
+    TxnRequest txn;
+    INAC_RETURN_IF_ERROR(Fence(&txn));
+    for (size_t k = i; k < std::min(keys.size(), i + o_.max_txn_ops); ++k) AddDelete(&txn, keys[k]);
+    INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, false, 0));
+    if (outcome != Outcome::kCommitted) return absl::AbortedError("prune conflicted");
+  }
+  return static_cast<int64_t>(old.size());
+}
+
+}  // namespace inac::storage::etcd

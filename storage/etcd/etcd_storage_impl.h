@@ -1,0 +1,178 @@
+// Internal to storage/etcd/ (not part of storage/etcd/etcd_storage.h's API): the state and logic
+// of EtcdStorage, shared by the files that implement it -- etcd_storage.cc (the reads, the write
+// path with its leader fence and counters, topology, events, the snapshot, the store ports),
+// etcd_jobs.cc (the job store) -- and the value codecs and transaction builders of
+// etcd_codec.cc. Contract: every write goes through Fence and Commit under write_mu_, in
+// transactions of at most max_txn_ops operations, retried at most kAttempts times on a conflict;
+// stored values that do not decode are DataLoss.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/json.h"
+#include "core/stores.h"
+#include "storage/etcd/etcd_client.h"
+#include "storage/etcd/etcd_storage.h"
+
+namespace inac::storage::etcd {
+namespace internal {
+
+// A sequence number as a key suffix: 20 digits, zero-padded, so keys sort as the numbers do.
+std::string Seq20(int64_t n);
+
+// `text` as JSON; DataLoss naming `what` when it is not JSON.
+absl::StatusOr<core::Json> ParseStored(const std::string& text, const std::string& what);
+
+// The stored forms of an event, a job and the topology record; DataLoss when they do not decode.
+std::string EncodeEvent(const core::Event& e);
+absl::StatusOr<core::Event> DecodeEvent(const std::string& text);
+absl::StatusOr<core::Job> DecodeJob(const std::string& text);
+absl::StatusOr<core::TopologyRecord> DecodeTopology(const std::string& text);
+
+// Operations of a transaction: a put, a delete of `key` (or of [key, range_end)), and the compare
+// that `key`'s mod revision is `mod_revision` (0: the key does not exist).
+void AddPut(etcdserverpb::TxnRequest* txn, const std::string& key, const std::string& value);
+void AddDelete(etcdserverpb::TxnRequest* txn, const std::string& key,
+               const std::string& range_end = "");
+void AddCompareMod(etcdserverpb::TxnRequest* txn, const std::string& key, int64_t mod_revision);
+
+}  // namespace internal
+
+// All the state and logic of EtcdStorage; the store ports of etcd_storage.cc forward to it.
+class EtcdStorage::Impl {
+ public:
+  Impl(EtcdClient* client, std::unique_ptr<core::Storage> local, EtcdStorageOptions options)
+      : client_(client), local_(std::move(local)), o_(std::move(options)) {}
+
+  core::Storage& local() { return *local_; }
+
+  std::string JobKey(core::JobId id) const {
+    return absl::StrCat(o_.prefix, "jobs/", internal::Seq20(id));
+  }
+  std::string JobsPrefix() const { return o_.prefix + "jobs/"; }
+  std::string IdemKey(const std::string& key) const { return o_.prefix + "idem/" + key; }
+  std::string JobIdemKey(core::JobId id) const {
+    return absl::StrCat(o_.prefix, "job_idem/", internal::Seq20(id));
+  }
+  std::string EventKey(int64_t seq) const {
+    return absl::StrCat(o_.prefix, "events/", internal::Seq20(seq));
+  }
+  std::string EventsPrefix() const { return o_.prefix + "events/"; }
+  std::string JobSeqKey() const { return o_.prefix + "meta/job_seq"; }
+  std::string EventSeqKey() const { return o_.prefix + "meta/event_seq"; }
+  std::string TopologyKey() const { return o_.prefix + "meta/topology"; }
+
+  // --- reads
+
+  struct Kv {
+    std::string value;
+    int64_t mod_revision = 0;
+  };
+  // One key (serializable); nullopt when absent. `revision` > 0: at that revision.
+  absl::StatusOr<std::optional<Kv>> GetKey(const std::string& key, int64_t revision = 0,
+                                           bool serializable = true);
+
+  // Every kv of [from, end) in key order, read in pages at one revision (`*revision` 0: the
+  // newest, then set). `visit` returns false to stop.
+  absl::Status Scan(const std::string& from, const std::string& end, int64_t* revision,
+                    const std::function<bool(const mvccpb::KeyValue&)>& visit,
+                    bool keys_only = false);
+
+  // --- the write path
+
+  struct Counter {
+    int64_t value = 0;
+    int64_t mod_revision = 0;  // 0: the key does not exist
+  };
+  absl::Status LoadCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  // Adds the leader fence to `txn` and a failure read of the leader key. Unavailable when this
+  // node is not the leader.
+  absl::Status Fence(etcdserverpb::TxnRequest* txn);
+
+  // Appends the puts of `events` (job_id defaulting to `default_job`) and of the event counter,
+  // with its compare.
+  void AddEvents(etcdserverpb::TxnRequest* txn, const std::vector<core::Event>& events,
+                 std::optional<core::JobId> default_job, int64_t* new_event_seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  enum class Outcome { kCommitted, kConflict };
+  // Commits `txn`. Conflict: a compare other than the fence failed (the caller re-reads and
+  // retries). Unavailable: not the leader any more, or the outcome is unknown.
+  absl::StatusOr<Outcome> Commit(etcdserverpb::TxnRequest& txn, bool job_seq_used,
+                                 int64_t new_job_seq, bool event_seq_used, int64_t new_event_seq,
+                                 int64_t* revision = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  static constexpr int kAttempts = 8;
+  static absl::Status TooManyConflicts() {
+    return absl::UnavailableError("etcd: the write kept conflicting with concurrent writes");
+  }
+
+  // --- jobs
+
+  absl::StatusOr<core::CreateJobResult> CreateJob(const core::JobSpec& spec, int64_t now_ms,
+                                                  const std::optional<core::IdempotencyKey>& idem,
+                                                  const std::vector<core::Event>& events);
+
+  absl::StatusOr<core::Job> GetJob(core::JobId id);
+
+  // Applies `updates` (in order; ids may repeat) in transactions of at most max_txn_ops jobs.
+  absl::StatusOr<std::map<core::JobId, core::Job>> UpdateJobs(
+      const std::vector<std::pair<core::JobId, core::JobUpdate>>& updates, int64_t now_ms,
+      const std::vector<core::Event>& events, std::optional<core::JobId> default_job);
+
+  absl::StatusOr<core::JobPage> ListJobs(const core::JobFilter& filter);
+
+  absl::StatusOr<std::vector<core::Job>> AllJobs(int64_t* revision);
+
+  absl::StatusOr<int64_t> PruneFinished(int64_t older_than_ms, int64_t max_rows);
+
+  // --- topology
+
+  absl::StatusOr<std::optional<core::TopologyRecord>> GetTopology(int64_t revision = 0,
+                                                                  int64_t* read_revision = nullptr);
+
+  absl::StatusOr<int64_t> PutTopology(const core::Topology& topology, int64_t now_ms,
+                                      std::optional<int64_t> expected_version,
+                                      const std::vector<core::Event>& events);
+
+  // --- events
+
+  absl::StatusOr<int64_t> AppendEvents(const std::vector<core::Event>& events);
+
+  absl::StatusOr<std::vector<core::Event>> ListEvents(const core::EventFilter& filter);
+
+  absl::StatusOr<int64_t> LastSeq(int64_t revision = 0);
+
+  absl::StatusOr<int64_t> TrimEvents(int64_t keep_last);
+
+  // --- snapshot
+
+  absl::StatusOr<core::Snapshot> ReadSnapshot();
+
+  absl::Status Health();
+
+ private:
+  EtcdClient* client_;
+  std::unique_ptr<core::Storage> local_;
+  EtcdStorageOptions o_;
+  absl::Mutex write_mu_;
+  bool counters_loaded_ ABSL_GUARDED_BY(write_mu_) = false;
+  Counter job_seq_ ABSL_GUARDED_BY(write_mu_);
+  Counter event_seq_ ABSL_GUARDED_BY(write_mu_);
+};
+
+}  // namespace inac::storage::etcd
