@@ -19,8 +19,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -176,12 +178,28 @@ int Failover(int ttl_s, const std::string& base_dir) {
 
 }  // namespace
 
-int main() {
+// Flags: --only NAME (submit, failover or fabric; repeatable; default: all) and --runs N (the
+// failover scenarios' repetitions; default 1).
+int main(int argc, char** argv) {
+  std::set<std::string> only;
+  int runs = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--only" && i + 1 < argc) {
+      only.insert(argv[++i]);
+    } else if (arg == "--runs" && i + 1 < argc) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: ha_bench [--only submit|failover|fabric]... [--runs N]\n");
+      return 2;
+    }
+  }
+  auto wanted = [&](const char* name) { return only.empty() || only.count(name) > 0; };
   if (access(systest::InacBinary(), X_OK) != 0) return Fail("inac binary not built");
   std::string dir = systest::MakeTempDir("ha-bench");
   // SQLite alone: one node, no fabric needed for the write path (no topology: jobs are stored and
   // wait for one).
-  {
+  if (wanted("submit")) {
     systest::ControllerProcess single;
     if (auto s = single.Start(dir, "single", dir + "/single.db", Json::object()); !s.ok()) {
       return Fail(s.ToString());
@@ -194,7 +212,7 @@ int main() {
     return 0;
   }
   // Through etcd: the leader of a 2-node cluster on a 3-member etcd.
-  {
+  if (wanted("submit")) {
     std::string sub = dir + "/submit";
     std::filesystem::create_directories(sub);
     inac::testing::EtcdCluster etcd;
@@ -216,8 +234,12 @@ int main() {
       return Fail("etcd submissions failed");
     }
   }
-  for (int ttl : {10, 3}) {
-    if (int rc = Failover(ttl, dir); rc != 0) return rc;
+  if (wanted("failover")) {
+    for (int ttl : {10, 3}) {
+      for (int run = 0; run < runs; ++run) {
+        if (int rc = Failover(ttl, dir); rc != 0) return rc;
+      }
+    }
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
