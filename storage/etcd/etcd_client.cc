@@ -48,6 +48,7 @@ std::shared_ptr<EtcdClient::Stubs> EtcdClient::Connect(const std::string& addres
   auto stubs = std::make_shared<Stubs>();
   stubs->kv = etcdserverpb::KV::NewStub(channel);
   stubs->lease = etcdserverpb::Lease::NewStub(channel);
+  stubs->watch = etcdserverpb::Watch::NewStub(channel);
   return stubs;
 }
 

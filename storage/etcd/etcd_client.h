@@ -1,7 +1,8 @@
 // A small client of etcd's v3 gRPC API (api/proto/etcd/, written from etcd's public protos): the
-// KV calls (Range, Txn) and the Lease calls (LeaseGrant, LeaseRevoke, one LeaseKeepAlive round
-// trip) that EtcdStorage and LeaderElection need. Generated protobuf types stay inside
-// storage/etcd/ (docs/architecture.md, "Shape of a module").
+// KV calls (Range, Txn), the Watch stream (through storage/etcd/etcd_watch.h) and the Lease calls
+// (LeaseGrant, LeaseRevoke, one LeaseKeepAlive round trip) that EtcdStorage and LeaderElection
+// need. Generated protobuf types stay inside storage/etcd/ (docs/architecture.md, "Shape of a
+// module").
 //
 // Endpoints. The client holds one channel per endpoint ("http://127.0.0.1:2379" or
 // "127.0.0.1:2379"; https is not supported) and uses one of them at a time. A call that fails
@@ -65,7 +66,9 @@ class EtcdClient {
   struct Stubs {
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   };
+  friend class EtcdWatch;  // opens its streams on the endpoint in use (storage/etcd/etcd_watch.h)
   struct Endpoint {
     std::string address;
     std::shared_ptr<Stubs> stubs;  // guarded by mu_
