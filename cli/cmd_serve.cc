@@ -168,7 +168,7 @@ int LoadServeConfig(const ServeArgs& args, ServeConfig* out) {
   if (!args.listen.empty()) config.listen = args.listen;
   if (!args.algorithm.empty()) config.controller.algorithm = args.algorithm;
   if (!args.memory_policy.empty()) config.controller.memory_policy = args.memory_policy;
-  if (args.election_id) config.controller.election_id = args.election_id;
+  if (args.election_id) config.controller.election_id = southbound::ElectionId{0, args.election_id};
   if (!args.cluster_endpoints.empty()) {
     config.cluster.endpoints = absl::StrSplit(args.cluster_endpoints, ',', absl::SkipWhitespace());
   }
@@ -254,7 +254,12 @@ int CreateStorage(const ServeSetup& setup, ServeStorage* out) {
   out->sqlite = std::move(*storage);
   out->store = out->sqlite.get();
   if (setup.cluster_mode) {
-    auto node = server::ClusterNode::Create(setup.config.cluster, std::move(out->sqlite));
+    server::ClusterConfig cluster = setup.config.cluster;
+    // The epoch mirror lives beside the database (none for an in-memory one).
+    if (cluster.state_file.empty() && setup.config.db != ":memory:") {
+      cluster.state_file = setup.config.db + ".epoch";
+    }
+    auto node = server::ClusterNode::Create(cluster, std::move(out->sqlite));
     if (!node.ok()) {
       std::cerr << "inac: " << node.status().message() << "\n";
       return kExitBadInput;
@@ -350,9 +355,10 @@ int StartController(const ServeSetup& setup, int port, server::ClusterNode* clus
                absl::StrJoin(cc.endpoints, ","), cc.lease_ttl_s);
   cluster->Start(
       url,
-      [controller, node = cc.node_id](int64_t token) {
-        spdlog::info("event=cluster_leader node={} token={}", node, token);
-        controller->SetElectionId(static_cast<uint64_t>(token));
+      [controller, node = cc.node_id](southbound::ElectionId id) {
+        spdlog::info("event=cluster_leader node={} epoch={} token={} election_id={}", node, id.high,
+                     id.low, southbound::ToString(id));
+        controller->SetElectionId(id);
         if (auto s = controller->Start(); !s.ok()) {
           spdlog::error("event=controller_start_failed error=\"{}\"", s.ToString());
           spdlog::shutdown();
@@ -417,12 +423,10 @@ int ShutDown(const ServeConfig& config, northbound::HttpApi* api, std::thread se
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
   };
-  api->Stop();
-  server.join();
-  const double api_ms = since();
   if (cluster) {
     // The switches first: the loop stops writing before the lease is revoked (another node
-    // takes over at once once it is gone).
+    // takes over at once once it is gone). The port closes only after that: a follower that
+    // finds it refusing takes the leader for dead and revokes its lease (server/cluster_node.h).
     if (!controller->StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
       spdlog::warn("event=stopped abandoned=plan_in_progress");
       spdlog::shutdown();
@@ -430,6 +434,9 @@ int ShutDown(const ServeConfig& config, northbound::HttpApi* api, std::thread se
     }
     cluster->Stop();
   }
+  api->Stop();
+  server.join();
+  const double api_ms = since();
   if (!controller->StopWithin(absl::Milliseconds(config.shutdown_grace_ms))) {
     // The loop is inside a solve. Every acknowledged command is committed (each is one SQLite
     // transaction), so exiting now loses only the plan being computed, which the next start
@@ -518,7 +525,8 @@ void AddServeCommand(CLI::App& app) {
                   "http://127.0.0.1:2379,http://127.0.0.1:22379,http://127.0.0.1:32379");
   cmd->add_option("--node-id", args->node_id, "Cluster mode: this controller's unique name");
   cmd->add_option("--lease-ttl-s", args->lease_ttl_s,
-                  "Cluster mode: leader lease TTL in seconds (default 10; keep-alive every TTL/3)");
+                  "Cluster mode: leader lease TTL in seconds (default 2, etcd's minimum with its "
+                  "default election timeout; keep-alive every TTL/4)");
   cmd->add_option("--advertise-url", args->advertise_url,
                   "Cluster mode: this node's API URL as clients reach it (default "
                   "http(s)://LISTEN)");

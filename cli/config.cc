@@ -176,7 +176,9 @@ std::optional<ServeConfig> ParseServeConfig(std::string_view text, ServeConfig c
     } else if (k == "debounce_ms") {
       integer(v, k, 0, 60000, &config.controller.debounce_ms);
     } else if (k == "election_id") {
-      integer(v, k, 0, INT64_MAX, &config.controller.election_id);
+      int64_t id = 0;
+      integer(v, k, 0, INT64_MAX, &id);
+      config.controller.election_id = southbound::ElectionId{0, static_cast<uint64_t>(id)};
     } else if (k == "incremental") {
       // Incremental planning (docs/controller.md): admission on the loop, full re-plan behind it.
       if (!v.is_boolean()) {

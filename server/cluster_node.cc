@@ -1,11 +1,22 @@
 #include "server/cluster_node.h"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/files.h"
 #include "core/json.h"
 #include "southbound/switch_client.h"
+#include "spdlog/spdlog.h"
 
 namespace inac::server {
 
@@ -53,6 +64,87 @@ class FencedSwitchClient final : public southbound::SwitchClient {
   int64_t token_;
 };
 
+// What a TCP connect to `url`'s host and port says within `timeout_ms`.
+enum class Probe { kAnswered, kRefused, kUnknown };
+Probe ProbePort(const std::string& url, int timeout_ms) {
+  std::string rest = url;
+  if (size_t scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string host, port;
+  if (!rest.empty() && rest[0] == '[') {  // [v6]:port
+    size_t close = rest.find(']');
+    if (close == std::string::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+      return Probe::kUnknown;
+    }
+    host = rest.substr(1, close - 1);
+    port = rest.substr(close + 2);
+  } else {
+    size_t colon = rest.rfind(':');
+    if (colon == std::string::npos) return Probe::kUnknown;
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
+    return Probe::kUnknown;
+  }
+  Probe result = Probe::kUnknown;
+  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    int rc = connect(fd, found->ai_addr, found->ai_addrlen);
+    int error = rc == 0 ? 0 : errno;
+    if (error == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, timeout_ms) == 1) {
+        socklen_t len = sizeof(error);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = EIO;
+      }
+    }
+    if (error == 0) result = Probe::kAnswered;
+    if (error == ECONNREFUSED) result = Probe::kRefused;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return result;
+}
+
+// The mirror file: {"epoch": N}. 0 when absent or unreadable.
+int64_t ReadEpochFile(const std::string& path) {
+  if (path.empty()) return 0;
+  auto text = core::ReadFile(path);
+  if (!text.ok()) return 0;
+  core::Json j = core::Json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number_integer()) return 0;
+  return j["epoch"].get<int64_t>();
+}
+
+// Writes the mirror durably (a temporary file, fsync, rename).
+void WriteEpochFile(const std::string& path, int64_t epoch) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    spdlog::warn("event=cluster_epoch_mirror_failed path={} errno={}", path, errno);
+    return;
+  }
+  std::string text = core::Json({{"epoch", epoch}}).dump() + "\n";
+  bool ok =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    spdlog::warn("event=cluster_epoch_mirror_failed path={} errno={}", path, errno);
+  }
+}
+
+// The "epoch" of a leader key's value (0 when none).
+int64_t EpochOf(const std::string& value) {
+  core::Json j = core::Json::parse(value, nullptr, false);
+  if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number_integer()) return 0;
+  return j["epoch"].get<int64_t>();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(
@@ -73,25 +165,42 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(
   options.leader_token = [self] { return self->LeaderToken(); };
   node->storage_ =
       std::make_unique<storage::etcd::EtcdStorage>(node->client_.get(), std::move(local), options);
+  node->seen_epoch_ = ReadEpochFile(config.state_file);
   return node;
 }
 
 ClusterNode::~ClusterNode() { Stop(); }
 
-void ClusterNode::Start(const std::string& url, std::function<void(int64_t token)> on_elected,
+void ClusterNode::Start(const std::string& url,
+                        std::function<void(southbound::ElectionId election_id)> on_elected,
                         std::function<void(const std::string& why)> on_lost) {
   if (election_ != nullptr) return;
   storage::etcd::LeaderElectionOptions election;
   election.key = config_.prefix + "leader";
   election.value = core::Json({{"node_id", config_.node_id}, {"url", url}}).dump();
   election.ttl_s = config_.lease_ttl_s;
-  election.keepalive_period = absl::Milliseconds(config_.lease_ttl_s * 1000 / 3);
-  election.margin = std::max(absl::Seconds(1), absl::Milliseconds(config_.lease_ttl_s * 200));
-  election.on_elected = [this, on_elected = std::move(on_elected)](int64_t token) {
+  // Renew four times per TTL; stop writing a quarter TTL before etcd could expire the lease.
+  election.keepalive_period = absl::Milliseconds(config_.lease_ttl_s * 250);
+  election.margin = absl::Milliseconds(config_.lease_ttl_s * 250);
+  election.on_elected = [this, url, on_elected = std::move(on_elected), on_lost](int64_t token) {
+    absl::StatusOr<int64_t> epoch = TakeEpoch(url);
+    if (!epoch.ok()) {
+      if (on_lost) on_lost(absl::StrCat("elected, but no epoch taken: ", epoch.status().message()));
+      return;
+    }
+    southbound::ElectionId id{static_cast<uint64_t>(*epoch), static_cast<uint64_t>(token)};
+    {
+      absl::MutexLock l(&mu_);
+      election_id_ = id;
+    }
     leading_ = true;
-    if (on_elected) on_elected(token);
+    if (on_elected) on_elected(id);
   };
   election.on_lost = std::move(on_lost);
+  election.on_leader_value = [this](const std::string& value) { SeeEpoch(EpochOf(value)); };
+  if (config_.probe_leader) {
+    election.leader_gone = [this](const std::string& value) { return LeaderGone(value); };
+  }
   election_ = std::make_unique<storage::etcd::LeaderElection>(client_.get(), std::move(election));
   election_ptr_.store(election_.get());
   election_->Start();
@@ -120,6 +229,75 @@ absl::Status ClusterHealthService::Ready() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> ClusterNode::TakeEpoch(const std::string& url) {
+  const std::string key = config_.prefix + "meta/epoch";
+  etcdserverpb::RangeRequest read;
+  read.set_key(key);  // linearizable: the newest epoch, not a member's possibly stale copy
+  auto got = client_->Range(read);
+  if (!got.ok()) return got.status();
+  int64_t stored = 0;
+  if (got->kvs_size() > 0 && !absl::SimpleAtoi(got->kvs(0).value(), &stored)) {
+    return absl::DataLossError(absl::StrCat(key, " is not a number"));
+  }
+  const int64_t epoch = std::max(stored, seen_epoch()) + 1;
+  etcdserverpb::TxnRequest also;
+  auto* put = also.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(absl::StrCat(epoch));
+  std::string value =
+      core::Json({{"node_id", config_.node_id}, {"url", url}, {"epoch", epoch}}).dump();
+  if (absl::Status s = election_->Republish(value, also); !s.ok()) return s;
+  SeeEpoch(epoch);
+  spdlog::info("event=cluster_epoch node={} epoch={} etcd_epoch={}", config_.node_id, epoch,
+               stored);
+  return epoch;
+}
+
+void ClusterNode::SeeEpoch(int64_t epoch) {
+  {
+    absl::MutexLock l(&mu_);
+    if (epoch <= seen_epoch_) return;
+    seen_epoch_ = epoch;
+  }
+  WriteEpochFile(config_.state_file, epoch);
+}
+
+int64_t ClusterNode::seen_epoch() const {
+  absl::MutexLock l(&mu_);
+  return seen_epoch_;
+}
+
+southbound::ElectionId ClusterNode::election_id() const {
+  absl::MutexLock l(&mu_);
+  return election_id_;
+}
+
+bool ClusterNode::LeaderGone(const std::string& value) {
+  if (value != probe_value_) {
+    probe_value_ = value;
+    probe_answered_ = false;
+    probe_refusals_ = 0;
+  }
+  core::Json j = core::Json::parse(value, nullptr, false);
+  if (!j.is_object()) return false;
+  switch (ProbePort(j.value("url", std::string()), 100)) {
+    case Probe::kAnswered:
+      probe_answered_ = true;
+      probe_refusals_ = 0;
+      return false;
+    case Probe::kRefused:
+      // Only a port seen answering counts: a wrong advertise URL must not depose a live leader.
+      if (!probe_answered_ || ++probe_refusals_ < 2) return false;
+      spdlog::warn("event=cluster_leader_gone node={} leader={} action=revoke_lease",
+                   config_.node_id, j.value("node_id", std::string()));
+      return true;
+    case Probe::kUnknown:
+      probe_refusals_ = 0;  // no answer is not a refusal: the TTL decides
+      return false;
+  }
+  return false;
+}
+
 std::optional<int64_t> ClusterNode::LeaderToken() const {
   storage::etcd::LeaderElection* e = election_ptr_.load();
   return e ? e->LeaderToken() : std::nullopt;
@@ -137,14 +315,15 @@ std::optional<std::string> ClusterNode::NotLeader() const {
 }
 
 SwitchClientFactory ClusterNode::FencedFactory(SwitchClientFactory inner) {
-  return [inner = std::move(inner), this](const core::Switch& sw, uint64_t /*election_id*/)
-             -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
+  return [inner = std::move(inner), this](
+             const core::Switch& sw,
+             southbound::ElectionId) -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
     std::optional<int64_t> token = LeaderToken();
-    if (!token) {
+    if (!token || !leading_.load()) {
       return absl::FailedPreconditionError(
           "fenced: this controller is not the cluster leader; it connects to no switch");
     }
-    auto client = inner(sw, static_cast<uint64_t>(*token));
+    auto client = inner(sw, election_id());
     if (!client.ok()) return client.status();
     return std::unique_ptr<southbound::SwitchClient>(std::make_unique<FencedSwitchClient>(
         std::move(*client), [this] { return LeaderToken(); }, *token));

@@ -77,11 +77,11 @@ absl::Status Controller::Start() {
     return absl::InvalidArgumentError(
         "retention: period and batch size must be positive, ages must not be negative");
   }
-  uint64_t election = options_.election_id;
-  if (election == 0) {
+  southbound::ElectionId election = options_.election_id;
+  if (election == southbound::ElectionId{}) {
     auto max = storage_->switch_states().MaxElectionId();
     if (!max.ok()) return max.status();
-    election = *max + 1;
+    election = southbound::ElectionId{0, *max + 1};
   }
   {
     absl::MutexLock lock(&mu_);
@@ -94,9 +94,9 @@ absl::Status Controller::Start() {
   RestoreBatchRefit();
   events_.Open();
   spdlog::info("event=controller_start algorithm={} memory_policy={} election_id={}",
-               options_.algorithm, options_.memory_policy, election);
+               options_.algorithm, options_.memory_policy, southbound::ToString(election));
   events_.Log("controller_started", std::nullopt,
-              absl::StrCat("controller started with election id ", election));
+              absl::StrCat("controller started with election id ", southbound::ToString(election)));
   {
     absl::MutexLock lock(&mu_);
     loop_exited_ = false;

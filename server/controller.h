@@ -114,7 +114,7 @@ struct ControllerOptions {
   int counters_period_ms = 2000;
   // Election id: 0 = one more than the highest id stored for any switch (a restarted controller
   // thus wins arbitration); otherwise this fixed value (a standby controller is given a lower one).
-  uint64_t election_id = 0;
+  southbound::ElectionId election_id{};
   int64_t keep_events = 100000;
   int64_t keep_plans = 50;
   // Retention of finished jobs and audit entries (server/retention_worker.h): run at Start and
@@ -150,7 +150,7 @@ class Controller : public PlanService,
 
   // Cluster mode (docs/ha.md): the P4Runtime election id the next Start uses -- the leader's
   // etcd fencing token. Call before Start.
-  void SetElectionId(uint64_t election_id) { options_.election_id = election_id; }
+  void SetElectionId(southbound::ElectionId election_id) { options_.election_id = election_id; }
 
   // Every service of this controller, for a northbound adapter: the job and topology managers,
   // this controller for the others, and the dashboard's history.

@@ -94,12 +94,12 @@ SwitchFleet::SwitchFleet(core::SwitchStateStore* states, EventHub* events, Metri
 
 SwitchFleet::~SwitchFleet() = default;
 
-void SwitchFleet::SetElectionId(uint64_t election_id) {
+void SwitchFleet::SetElectionId(southbound::ElectionId election_id) {
   absl::MutexLock lock(&mu_);
   election_id_ = election_id;
 }
 
-uint64_t SwitchFleet::election_id() const {
+southbound::ElectionId SwitchFleet::election_id() const {
   absl::MutexLock lock(&mu_);
   return election_id_;
 }
@@ -117,7 +117,7 @@ void SwitchFleet::Sync(const core::Topology& topology) {
     if (sw.p4runtime) wanted[sw.id] = &sw;
   }
   std::vector<std::shared_ptr<Slot>> removed;
-  uint64_t election;
+  southbound::ElectionId election;
   {
     absl::MutexLock lock(&mu_);
     election = election_id_;
@@ -188,7 +188,7 @@ SwitchFleet::Visit SwitchFleet::Reconcile(int64_t plan_version,
   std::map<std::string, const core::SwitchIntent*> by_switch;
   for (const auto& intent : intents) by_switch[intent.switch_id] = &intent;
   std::vector<std::shared_ptr<Slot>> work = AllSlots();
-  const uint64_t election = election_id();
+  const uint64_t election = election_id().low;  // the record keeps the low 64 bits
   absl::Mutex writes_mu;
   Visit visit;
   pool_.RunAll(work.size(), [&](size_t i) {
@@ -414,7 +414,7 @@ void SwitchFleet::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     slots.swap(slots_);
-    election = election_id_;
+    election = election_id_.low;
   }
   Visit flush;
   for (auto& [id, slot] : slots) {
@@ -443,7 +443,7 @@ std::vector<SwitchStatus> SwitchFleet::Statuses(const core::Topology& topology,
   {
     absl::MutexLock lock(&mu_);
     slots = slots_;
-    election = election_id_;
+    election = election_id_.low;
   }
   std::map<std::string, const core::SwitchState*> stored;
   for (const auto& s : states) stored[s.switch_id] = &s;

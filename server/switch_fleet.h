@@ -35,13 +35,15 @@
 #include "server/metrics.h"
 #include "server/worker_pool.h"
 #include "southbound/switch_client.h"
+#include "southbound/switch_session.h"
 
 namespace inac::server {
 
 // Builds the client for one switch of the topology (which has a p4runtime endpoint) using
-// `election_id`. Returning an error marks the switch unreachable with that error.
+// `election_id` (128 bits: a single controller uses the low 64; a cluster leader puts its epoch in
+// the high 64, docs/ha.md). Returning an error marks the switch unreachable with that error.
 using SwitchClientFactory = std::function<absl::StatusOr<std::unique_ptr<southbound::SwitchClient>>(
-    const core::Switch& sw, uint64_t election_id)>;
+    const core::Switch& sw, southbound::ElectionId election_id)>;
 
 struct SwitchFleetOptions {
   int parallelism = 8;  // switches visited at once
@@ -63,8 +65,8 @@ class SwitchFleet {
   SwitchFleet& operator=(const SwitchFleet&) = delete;
 
   // The election id every client is created with (set before the first Sync).
-  void SetElectionId(uint64_t election_id);
-  uint64_t election_id() const;
+  void SetElectionId(southbound::ElectionId election_id);
+  southbound::ElectionId election_id() const;
 
   struct Slot;
   // A switch's record to be written after a visit (with the events of the visit).
@@ -121,7 +123,7 @@ class SwitchFleet {
   WorkerPool pool_;
 
   mutable absl::Mutex mu_;
-  uint64_t election_id_ ABSL_GUARDED_BY(mu_) = 0;
+  southbound::ElectionId election_id_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
 
   // INA counters last read: switch id -> tag -> sample. Written by the visits, read by the API.

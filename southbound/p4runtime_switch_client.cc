@@ -109,7 +109,7 @@ absl::StatusOr<std::vector<AggregationCounters>> P4RuntimeSwitchClient::ReadCoun
 }
 
 absl::StatusOr<std::unique_ptr<SwitchClient>> CreateP4RuntimeClient(const core::Switch& sw,
-                                                                    uint64_t election_id) {
+                                                                    ElectionId election_id) {
   if (!sw.p4runtime.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("switch ", sw.id, " has no P4Runtime endpoint to connect to"));
@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<SwitchClient>> CreateP4RuntimeClient(const core::
   options.switch_id = sw.id;
   options.session.address = sw.p4runtime->address;
   options.session.device_id = sw.p4runtime->device_id;
-  options.session.election_id = ElectionId{0, election_id};
+  options.session.election_id = election_id;
   options.session.connect_timeout = absl::Seconds(2);
   options.session.rpc_timeout = absl::Seconds(10);
   auto device_config = InaDeviceConfig(sw.p4runtime->target);

@@ -91,6 +91,6 @@ class P4RuntimeSwitchClient : public SwitchClient {
 // is seen within ~250 ms). InvalidArgument when `sw` has no P4Runtime endpoint; the device
 // config's error for an unknown target. Matches server::SwitchClientFactory.
 absl::StatusOr<std::unique_ptr<SwitchClient>> CreateP4RuntimeClient(const core::Switch& sw,
-                                                                    uint64_t election_id);
+                                                                    ElectionId election_id);
 
 }  // namespace inac::southbound

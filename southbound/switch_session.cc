@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <random>
+#include <sstream>
 #include <utility>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "google/rpc/code.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -12,6 +14,12 @@
 #include "southbound/grpc_status.h"
 
 namespace inac::southbound {
+
+std::string ToString(ElectionId id) {
+  std::ostringstream out;
+  out << absl::MakeUint128(id.high, id.low);
+  return out.str();
+}
 
 ElectionId operator+(ElectionId a, ElectionId b) {
   ElectionId sum;

@@ -68,6 +68,8 @@ struct ElectionId {
 };
 // 128-bit sum (wraps).
 ElectionId operator+(ElectionId a, ElectionId b);
+// Decimal, as the 128-bit number (e.g. "18446744073709551621" for {1, 5}).
+std::string ToString(ElectionId id);
 
 struct SessionOptions {
   std::string address;                     // "host:port"; ignored when `channel` is set

@@ -73,6 +73,16 @@ bool EtcdWatch::RunStream() {
         break;
       }
       if (response.canceled()) break;  // reopen
+      if (response.created() && next_revision_ > 0 &&
+          response.header().revision() < next_revision_ - 1) {
+        // The store is behind what this watch already delivered: etcd was restored from an
+        // older snapshot. Resuming would silently skip the revisions written again since; end
+        // as for a compaction so that the owner relists.
+        compacted_ = true;
+        ended = true;
+        if (options_.on_compacted) options_.on_compacted(response.header().revision());
+        break;
+      }
       int64_t seen = 0;
       if (response.events_size() > 0) {
         events.assign(response.events().begin(), response.events().end());

@@ -7,7 +7,9 @@
 // the client's endpoint in use then (EtcdClient moves to the next endpoint on a transport error),
 // from that revision + 1, after a short backoff; no event is lost or delivered twice. When that
 // revision was compacted away, etcd cancels the watch: `on_compacted` runs and the watch ends --
-// the owner relists (reads the range at a new revision) and starts a new watch from there.
+// the owner relists (reads the range at a new revision) and starts a new watch from there. The
+// same happens when the store's revision is below what the watch delivered (etcd restored from
+// an older snapshot: resuming would skip every revision written again since).
 //
 // The revision. `on_events(events, revision)` says: every change of the range up to `revision`
 // has now been delivered. `revision` is the last event's mod revision, or, for a response without

@@ -67,6 +67,18 @@ std::string FindEtcdBinary() {
   return "";
 }
 
+std::string FindEtcdctlBinary() {
+  std::string etcd = FindEtcdBinary();
+  if (!etcd.empty()) {
+    std::string beside = (std::filesystem::path(etcd).parent_path() / "etcdctl").string();
+    if (access(beside.c_str(), X_OK) == 0) return beside;
+  }
+  for (const char* path : {"/usr/bin/etcdctl", "/usr/local/bin/etcdctl"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
 EtcdCluster::~EtcdCluster() {
   for (size_t i = 0; i < members_.size(); ++i) Kill(static_cast<int>(i));
   if (!dir_.empty() && !std::getenv("INAC_KEEP_TEST_DIRS")) {
@@ -179,6 +191,50 @@ absl::Status EtcdCluster::AwaitWritable(absl::Duration timeout) {
   }
   return absl::DeadlineExceededError(
       absl::StrCat("etcd not writable: ", last.message(), "\n", Logs()));
+}
+
+absl::Status EtcdCluster::SaveSnapshot(int i, const std::string& path) {
+  std::string etcdctl = FindEtcdctlBinary();
+  if (etcdctl.empty())
+    return absl::FailedPreconditionError("no etcdctl (apt-get install etcd-client)");
+  std::string cmd = absl::StrCat("ETCDCTL_API=3 '", etcdctl,
+                                 "' --endpoints http://127.0.0.1:", members_[i].client_port,
+                                 " snapshot save '", path, "' >> '", dir_, "/etcdctl.log' 2>&1");
+  if (std::system(cmd.c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("etcdctl snapshot save failed: ", Tail(dir_ + "/etcdctl.log")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EtcdCluster::RestoreSnapshot(const std::string& path, absl::Duration timeout) {
+  std::string etcdctl = FindEtcdctlBinary();
+  if (etcdctl.empty())
+    return absl::FailedPreconditionError("no etcdctl (apt-get install etcd-client)");
+  for (size_t i = 0; i < members_.size(); ++i) Kill(static_cast<int>(i));
+  std::vector<std::string> cluster;
+  for (const Member& m : members_) {
+    cluster.push_back(absl::StrCat(m.name, "=http://127.0.0.1:", m.peer_port));
+  }
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const Member& m = members_[i];
+    std::string data = absl::StrCat(dir_, "/", m.name);
+    std::error_code ignored;
+    std::filesystem::remove_all(data, ignored);
+    std::string cmd = absl::StrCat(
+        "ETCDCTL_API=3 '", etcdctl, "' snapshot restore '", path, "' --name ", m.name,
+        " --data-dir '", data, "' --initial-cluster ", absl::StrJoin(cluster, ","),
+        " --initial-cluster-token inac-test --initial-advertise-peer-urls http://127.0.0.1:",
+        m.peer_port, " >> '", dir_, "/etcdctl.log' 2>&1");
+    if (std::system(cmd.c_str()) != 0) {
+      return absl::InternalError(
+          absl::StrCat("etcdctl snapshot restore failed: ", Tail(dir_ + "/etcdctl.log")));
+    }
+  }
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (auto s = Spawn(static_cast<int>(i), true); !s.ok()) return s;
+  }
+  return AwaitWritable(timeout);
 }
 
 std::vector<std::string> EtcdCluster::endpoint_list() const {

@@ -19,6 +19,8 @@ namespace inac::testing {
 
 // The etcd binary to use ("" when none is installed: the caller skips with a message).
 std::string FindEtcdBinary();
+// etcdctl beside it, or on the usual paths ("" when none).
+std::string FindEtcdctlBinary();
 
 class EtcdCluster {
  public:
@@ -35,6 +37,12 @@ class EtcdCluster {
   absl::Status Restart(int i);
   // Waits until a write commits (a quorum is there). DeadlineExceeded after `timeout`.
   absl::Status AwaitWritable(absl::Duration timeout);
+  // `etcdctl snapshot save` of member `i` into `path`. FailedPrecondition without etcdctl.
+  absl::Status SaveSnapshot(int i, const std::string& path);
+  // Disaster recovery as etcd documents it: every member is killed, its data directory replaced
+  // by `etcdctl snapshot restore` of `path` (same names, ports and cluster), and started again;
+  // waits until the restored cluster commits. Its keys, leases and revision are the snapshot's.
+  absl::Status RestoreSnapshot(const std::string& path, absl::Duration timeout = absl::Seconds(30));
 
   // "http://127.0.0.1:C0,http://127.0.0.1:C1,..." and one by one.
   std::string endpoints() const;

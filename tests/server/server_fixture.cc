@@ -52,12 +52,12 @@ class SharedFakeClient : public southbound::SwitchClient {
 };
 
 SwitchClientFactory FakeFabric::Factory() {
-  return [this](const core::Switch& sw,
-                uint64_t election_id) -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
+  return [this](const core::Switch& sw, southbound::ElectionId election_id)
+             -> absl::StatusOr<std::unique_ptr<southbound::SwitchClient>> {
     std::lock_guard<std::mutex> lock(mu_);
     auto& fake = fakes_[sw.id];
     if (!fake) fake = std::make_shared<southbound::FakeSwitchClient>(sw.id);
-    elections_[sw.id] = election_id;
+    elections_[sw.id] = election_id.low;
     return std::unique_ptr<southbound::SwitchClient>(new SharedFakeClient(fake));
   };
 }
