@@ -60,6 +60,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("P4Runtime updates the switches accepted.")
                             .Register(r)
                             .Add({});
+  auto& updates = BuildCounter()
+                      .Name("inac_southbound_updates_total")
+                      .Help("P4Runtime updates the switches accepted, by operation.")
+                      .Register(r);
+  updates_inserted_ = &updates.Add({{"op", "insert"}});
+  updates_modified_ = &updates.Add({{"op", "modify"}});
+  updates_deleted_ = &updates.Add({{"op", "delete"}});
   southbound_errors_ = &BuildCounter()
                             .Name("inac_southbound_errors_total")
                             .Help("Refused updates and switch errors.")
@@ -117,6 +124,12 @@ void Metrics::ObservePlan(double seconds) {
 void Metrics::CountPriorityRefresh() { priority_refreshes_->Increment(); }
 
 void Metrics::ObserveReconcile(double seconds) { reconcile_seconds_->Observe(seconds); }
+
+void Metrics::CountUpdates(int64_t inserted, int64_t modified, int64_t deleted) {
+  if (inserted > 0) updates_inserted_->Increment(static_cast<double>(inserted));
+  if (modified > 0) updates_modified_->Increment(static_cast<double>(modified));
+  if (deleted > 0) updates_deleted_->Increment(static_cast<double>(deleted));
+}
 
 void Metrics::CountSouthbound(int64_t writes, int64_t errors) {
   if (writes > 0) southbound_writes_->Increment(static_cast<double>(writes));

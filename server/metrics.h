@@ -112,6 +112,9 @@ class Metrics {
   // One switch reconciled (read, diff, writes), its accepted and refused updates.
   void ObserveReconcile(double seconds);
   void CountSouthbound(int64_t writes, int64_t errors);
+  // The accepted updates of one reconciliation by kind (inac_southbound_updates_total{op}): a
+  // new leader that adopted the plan in force modifies and deletes nothing (docs/ha.md).
+  void CountUpdates(int64_t inserted, int64_t modified, int64_t deleted);
   // A loop pass ended at clock time `now_ms` after `seconds`.
   void ObservePass(double seconds, int64_t now_ms);
   // An HTTP request answered: `route` is the route's OpenAPI path ("/jobs/{id}"), or "unmatched".
@@ -136,6 +139,9 @@ class Metrics {
   prometheus::Histogram* reconcile_seconds_;
   prometheus::Counter* southbound_writes_;
   prometheus::Counter* southbound_errors_;
+  prometheus::Counter* updates_inserted_;
+  prometheus::Counter* updates_modified_;
+  prometheus::Counter* updates_deleted_;
   prometheus::Histogram* pass_seconds_;
   prometheus::Counter* passes_;
   prometheus::Gauge* last_pass_time_;

@@ -284,6 +284,7 @@ std::optional<SwitchFleet::StateWrite> SwitchFleet::VisitOne(const std::shared_p
           MaybeReadCounters(slot, intent);
           writes += stats->writes();
           errors += stats->failed;
+          metrics_->CountUpdates(stats->inserted, stats->modified, stats->deleted);
           if (stats->converged()) {
             applied = true;
           } else {

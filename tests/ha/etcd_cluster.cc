@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/json.h"
 #include "storage/etcd/etcd_client.h"
 
 namespace inac::testing {
@@ -191,6 +192,33 @@ absl::Status EtcdCluster::AwaitWritable(absl::Duration timeout) {
   }
   return absl::DeadlineExceededError(
       absl::StrCat("etcd not writable: ", last.message(), "\n", Logs()));
+}
+
+int EtcdCluster::LeaderIndex() const {
+  std::string etcdctl = FindEtcdctlBinary();
+  if (etcdctl.empty()) return -1;
+  std::string out = absl::StrCat(dir_, "/status.json");
+  std::string cmd = absl::StrCat("ETCDCTL_API=3 '", etcdctl, "' --endpoints ", endpoints(),
+                                 " endpoint status -w json > '", out, "' 2>/dev/null");
+  (void)std::system(cmd.c_str());
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  core::Json status = core::Json::parse(text.str(), nullptr, false);
+  if (!status.is_array()) return -1;
+  for (const core::Json& e : status) {
+    if (!e.is_object() || !e.contains("Status")) continue;
+    const core::Json& s = e["Status"];
+    uint64_t member = s.value("header", core::Json::object()).value("member_id", uint64_t{0});
+    if (member == 0 || member != s.value("leader", uint64_t{0})) continue;
+    std::string endpoint = e.value("Endpoint", "");
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (endpoint == absl::StrCat("http://127.0.0.1:", members_[i].client_port)) {
+        return static_cast<int>(i);
+      }
+    }
+  }
+  return -1;
 }
 
 absl::Status EtcdCluster::SaveSnapshot(int i, const std::string& path) {

@@ -37,6 +37,9 @@ class EtcdCluster {
   absl::Status Restart(int i);
   // Waits until a write commits (a quorum is there). DeadlineExceeded after `timeout`.
   absl::Status AwaitWritable(absl::Duration timeout);
+  // The index of the member that is etcd's Raft leader now (`etcdctl endpoint status`); -1 when
+  // unknown (no etcdctl, no leader).
+  int LeaderIndex() const;
   // `etcdctl snapshot save` of member `i` into `path`. FailedPrecondition without etcdctl.
   absl::Status SaveSnapshot(int i, const std::string& path);
   // Disaster recovery as etcd documents it: every member is killed, its data directory replaced
