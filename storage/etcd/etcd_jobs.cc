@@ -68,6 +68,17 @@ absl::StatusOr<core::CreateJobResult> EtcdStorage::Impl::CreateJob(
     const core::JobSpec& spec, int64_t now_ms, const std::optional<core::IdempotencyKey>& idem,
     const std::vector<core::Event>& events) {
   INAC_RETURN_IF_ERROR(ValidateEvents(events));
+  // Encoding throws on a string that is not UTF-8: find that out here, for this caller alone,
+  // rather than in a transaction shared with others (the shared one encodes the same strings).
+  try {
+    core::Job probe;
+    probe.spec = spec;
+    (void)core::JobToJson(probe).dump();
+    if (idem) (void)Json({{"body_hash", idem->body_hash}}).dump();
+    for (const core::Event& e : events) (void)internal::EncodeEvent(e);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("the job cannot be encoded: ", e.what()));
+  }
   PendingCreate me{&spec, now_ms, &idem, &events, CreateOps(idem, events)};
   std::vector<PendingCreate*> batch;
   {
@@ -99,11 +110,24 @@ absl::StatusOr<core::CreateJobResult> EtcdStorage::Impl::CreateJob(
 
 void EtcdStorage::Impl::CommitCreates(const std::vector<PendingCreate*>& batch) {
   absl::MutexLock l(&write_mu_);
-  std::map<std::string, Binding> bound;  // idempotency keys known to be bound, by key
   std::vector<PendingCreate*> pending = batch;
   auto fail_pending = [&pending](const absl::Status& status) {
     for (PendingCreate* p : pending) p->result = status;
   };
+  // No exception may leave this function: the batch's callers wait for their results. CreateJob
+  // checked that every creation encodes; this is the last line of defence.
+  try {
+    CommitPendingCreates(pending);
+  } catch (const std::exception& e) {
+    fail_pending(absl::InternalError(absl::StrCat("etcd: creating jobs failed: ", e.what())));
+  }
+}
+
+void EtcdStorage::Impl::CommitPendingCreates(std::vector<PendingCreate*>& pending) {
+  auto fail_pending = [&pending](const absl::Status& status) {
+    for (PendingCreate* p : pending) p->result = status;
+  };
+  std::map<std::string, Binding> bound;  // idempotency keys known to be bound, by key
   for (int attempt = 0;; ++attempt) {
     // Creations whose key is known to be bound (in etcd, or by this batch's last commit) are
     // resolved against that binding, as if they had come after it.
@@ -188,12 +212,19 @@ void EtcdStorage::Impl::CommitCreates(const std::vector<PendingCreate*>& batch) 
       if (it == read.end()) continue;
       Binding& b = bound[key];
       auto j = ParseStored(it->second->value(), "idempotency key");
+      if (j.ok() && !j->is_object())
+        j = absl::DataLossError("stored idempotency key is not an object");
       if (!j.ok()) {
         b.stored = j.status();
         continue;
       }
-      b.job_id = j->value("job_id", core::JobId{0});
-      b.body_hash = j->value("body_hash", std::string());
+      try {
+        b.job_id = j->value("job_id", core::JobId{0});
+        b.body_hash = j->value("body_hash", std::string());
+      } catch (const std::exception& e) {
+        b.stored = absl::DataLossError(absl::StrCat("stored idempotency key: ", e.what()));
+        continue;
+      }
       auto kv = GetKey(JobKey(b.job_id), 0, /*serializable=*/false);
       if (!kv.ok()) {
         b.job = kv.status();

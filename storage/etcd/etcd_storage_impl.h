@@ -155,7 +155,12 @@ class EtcdStorage::Impl {
   // body hash, created = false) or AlreadyExists. A transaction that fails on a compare is
   // resolved from its failure reads (the batch's idempotency keys and the counters) and retried
   // without the creations it resolved, at most kAttempts times.
+  // Never throws: an exception fails the creations it left without a result (Internal).
   void CommitCreates(const std::vector<PendingCreate*>& batch);
+  // CommitCreates's rounds. May throw (JSON encoding); `pending` then holds the creations still
+  // without a result.
+  void CommitPendingCreates(std::vector<PendingCreate*>& pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   absl::StatusOr<core::Job> GetJob(core::JobId id);
 

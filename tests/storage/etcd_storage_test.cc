@@ -314,6 +314,31 @@ TEST_F(EtcdStorageTest, ConcurrentSameKeyDifferentBodiesConflictForAllButOne) {
   EXPECT_EQ(page->jobs[0].id, id);
 }
 
+TEST_F(EtcdStorageTest, CreationThatCannotBeEncodedFailsAloneNotItsBatch) {
+  auto storage = Open(SlowToken(PutLeaderKey()));
+  constexpr int kThreads = 16;
+  std::mutex mu;
+  std::map<int, absl::Status> statuses;
+  RunConcurrently(kThreads, [&](int t) {
+    // Thread 5's name is not UTF-8: its JSON encoding throws.
+    const std::string name = t == 5 ? std::string("\xff\xfe") : absl::StrCat("j", t);
+    auto r = storage->jobs().Create(testing::SampleSpec(name), 1,
+                                    core::IdempotencyKey{absl::StrCat("k", t), "h"});
+    std::lock_guard<std::mutex> l(mu);
+    statuses[t] = r.status();
+  });
+  for (const auto& [t, s] : statuses) {
+    if (t == 5) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+    } else {
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+  auto page = storage->jobs().List({});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->jobs.size(), static_cast<size_t>(kThreads - 1));
+}
+
 TEST_F(EtcdStorageTest, BatchWhoseFenceFailsAnswersUnavailableToEveryCaller) {
   // A token that is not the leader key's create revision (a deposed leader's): every shared
   // transaction fails on the fence.
