@@ -1,5 +1,6 @@
 // The job store of EtcdStorage (storage/etcd/etcd_storage_impl.h): jobs under <prefix>jobs/ with
-// their idempotency keys (both directions) and the job counter, written through Fence and Commit.
+// their idempotency keys (both directions) and the job counter, written through Fence and Commit;
+// creations group-committed (CreateJob, CommitCreates).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -7,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "storage/etcd/etcd_storage_impl.h"
@@ -24,56 +26,223 @@ using internal::DecodeJob;
 using internal::ParseStored;
 using Json = core::Json;
 
+namespace {
+
+// What etcd holds for an idempotency key: the job it was bound to and the body hash of that
+// request; `job` is the job as stored (DataLoss when it does not decode or is gone). `stored`:
+// DataLoss when the binding itself does not decode (the other fields are then unset).
+struct Binding {
+  absl::Status stored = absl::OkStatus();
+  core::JobId job_id = 0;
+  std::string body_hash;
+  absl::StatusOr<core::Job> job = absl::UnknownError("not read");
+};
+
+// The result of a creation with `idem` whose key is bound as `b`, as JobStore::Create says: the
+// bound job (created = false) for the same body, AlreadyExists for another.
+absl::StatusOr<core::CreateJobResult> Resolve(const core::IdempotencyKey& idem, const Binding& b) {
+  if (!b.stored.ok()) return b.stored;
+  if (b.body_hash != idem.body_hash) {
+    return absl::AlreadyExistsError(absl::StrCat("conflict: idempotency key \"", idem.key,
+                                                 "\" was used for job ", b.job_id,
+                                                 " with a different request body"));
+  }
+  if (!b.job.ok()) return b.job.status();
+  return core::CreateJobResult{*b.job, false};
+}
+
+// The puts one creation adds to a transaction: its job, its idempotency key in both directions,
+// its events. Its compare (the key) and its failure read (the key) are fewer than these.
+int CreateOps(const std::optional<core::IdempotencyKey>& idem,
+              const std::vector<core::Event>& events) {
+  return 1 + (idem ? 2 : 0) + static_cast<int>(events.size());
+}
+
+// What a transaction of creations adds to each of its lists besides the creations' own: puts
+// (the two counters), compares (fence, two counters), failure reads (leader key, two counters).
+constexpr int kCreateTxnOverhead = 3;
+
+}  // namespace
+
 absl::StatusOr<core::CreateJobResult> EtcdStorage::Impl::CreateJob(
     const core::JobSpec& spec, int64_t now_ms, const std::optional<core::IdempotencyKey>& idem,
     const std::vector<core::Event>& events) {
   INAC_RETURN_IF_ERROR(ValidateEvents(events));
+  // Encoding throws on a string that is not UTF-8: find that out here, for this caller alone,
+  // rather than in a transaction shared with others (the shared one encodes the same strings).
+  try {
+    core::Job probe;
+    probe.spec = spec;
+    (void)core::JobToJson(probe).dump();
+    if (idem) (void)Json({{"body_hash", idem->body_hash}}).dump();
+    for (const core::Event& e : events) (void)internal::EncodeEvent(e);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("the job cannot be encoded: ", e.what()));
+  }
+  PendingCreate me{&spec, now_ms, &idem, &events, CreateOps(idem, events)};
+  std::vector<PendingCreate*> batch;
+  {
+    absl::MutexLock l(&queue_mu_);
+    queue_.push_back(&me);
+    auto ready = [this, &me]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+      return me.done || queue_.front() == &me;
+    };
+    queue_mu_.Await(absl::Condition(&ready));
+    if (me.done) return std::move(me.result);
+    // First in the queue: this caller commits the queued creations that fit in one
+    // transaction (its own at least, however large), in arrival order.
+    int ops = kCreateTxnOverhead;
+    for (PendingCreate* p : queue_) {
+      if (!batch.empty() && ops + p->ops > o_.max_txn_ops) break;
+      ops += p->ops;
+      batch.push_back(p);
+    }
+  }
+  CommitCreates(batch);
+  absl::MutexLock l(&queue_mu_);
+  // The batch is the front of the queue: only its first caller pops, the others append.
+  for (PendingCreate* p : batch) {
+    queue_.pop_front();
+    p->done = true;  // its caller may return (and free *p) once queue_mu_ is released
+  }
+  return std::move(me.result);
+}
+
+void EtcdStorage::Impl::CommitCreates(const std::vector<PendingCreate*>& batch) {
   absl::MutexLock l(&write_mu_);
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    if (idem) {
-      INAC_ASSIGN_OR_RETURN(auto bound, GetKey(IdemKey(idem->key), 0, attempt > 0 ? false : true));
-      if (bound) {
-        INAC_ASSIGN_OR_RETURN(Json j, ParseStored(bound->value, "idempotency key"));
-        core::JobId id = j.value("job_id", core::JobId{0});
-        if (j.value("body_hash", std::string()) != idem->body_hash) {
-          return absl::AlreadyExistsError(absl::StrCat("conflict: idempotency key \"", idem->key,
-                                                       "\" was used for job ", id,
-                                                       " with a different request body"));
-        }
-        INAC_ASSIGN_OR_RETURN(auto kv, GetKey(JobKey(id)));
-        if (!kv)
-          return absl::DataLossError(absl::StrCat("idempotency key names job ", id, ", gone"));
-        INAC_ASSIGN_OR_RETURN(core::Job job, DecodeJob(kv->value));
-        return core::CreateJobResult{std::move(job), false};
+  std::vector<PendingCreate*> pending = batch;
+  auto fail_pending = [&pending](const absl::Status& status) {
+    for (PendingCreate* p : pending) p->result = status;
+  };
+  // No exception may leave this function: the batch's callers wait for their results. CreateJob
+  // checked that every creation encodes; this is the last line of defence.
+  try {
+    CommitPendingCreates(pending);
+  } catch (const std::exception& e) {
+    fail_pending(absl::InternalError(absl::StrCat("etcd: creating jobs failed: ", e.what())));
+  }
+}
+
+void EtcdStorage::Impl::CommitPendingCreates(std::vector<PendingCreate*>& pending) {
+  auto fail_pending = [&pending](const absl::Status& status) {
+    for (PendingCreate* p : pending) p->result = status;
+  };
+  std::map<std::string, Binding> bound;  // idempotency keys known to be bound, by key
+  for (int attempt = 0;; ++attempt) {
+    // Creations whose key is known to be bound (in etcd, or by this batch's last commit) are
+    // resolved against that binding, as if they had come after it.
+    std::vector<PendingCreate*> open;
+    for (PendingCreate* p : pending) {
+      const std::optional<core::IdempotencyKey>& idem = *p->idem;
+      auto it = idem ? bound.find(idem->key) : bound.end();
+      if (it == bound.end()) {
+        open.push_back(p);
+      } else {
+        p->result = Resolve(*idem, it->second);
       }
     }
-    INAC_RETURN_IF_ERROR(LoadCounters());
+    pending = std::move(open);
+    if (pending.empty()) return;
+    if (attempt >= kAttempts) return fail_pending(TooManyConflicts());
+    if (absl::Status s = LoadCounters(); !s.ok()) return fail_pending(s);
     TxnRequest txn;
-    INAC_RETURN_IF_ERROR(Fence(&txn));
-    core::Job job;
-    job.id = job_seq_.value + 1;
-    job.spec = spec;
-    job.created_ms = job.updated_ms = now_ms;
+    if (absl::Status s = Fence(&txn); !s.ok()) return fail_pending(s);
     AddCompareMod(&txn, JobSeqKey(), job_seq_.mod_revision);
-    AddPut(&txn, JobKey(job.id), core::JobToJson(job).dump());
-    AddPut(&txn, JobSeqKey(), absl::StrCat(job.id));
-    if (idem) {
-      auto* c = txn.add_compare();
-      c->set_key(IdemKey(idem->key));
-      c->set_target(Compare::VERSION);
-      c->set_result(Compare::EQUAL);
-      c->set_version(0);
-      AddPut(&txn, IdemKey(idem->key),
-             Json({{"job_id", job.id}, {"body_hash", idem->body_hash}}).dump());
-      AddPut(&txn, JobIdemKey(job.id), idem->key);
+    core::JobId last_id = job_seq_.value;
+    std::vector<std::pair<PendingCreate*, core::Job>> included;
+    std::set<std::string> keys;  // the idempotency keys this transaction binds
+    std::vector<core::Event> events;
+    for (PendingCreate* p : pending) {
+      const std::optional<core::IdempotencyKey>& idem = *p->idem;
+      // A second creation with a key of this transaction waits for its outcome (next round).
+      if (idem && !keys.insert(idem->key).second) continue;
+      core::Job job;
+      job.id = ++last_id;
+      job.spec = *p->spec;
+      job.created_ms = job.updated_ms = p->now_ms;
+      AddPut(&txn, JobKey(job.id), core::JobToJson(job).dump());
+      if (idem) {
+        auto* c = txn.add_compare();
+        c->set_key(IdemKey(idem->key));
+        c->set_target(Compare::VERSION);
+        c->set_result(Compare::EQUAL);
+        c->set_version(0);
+        AddPut(&txn, IdemKey(idem->key),
+               Json({{"job_id", job.id}, {"body_hash", idem->body_hash}}).dump());
+        AddPut(&txn, JobIdemKey(job.id), idem->key);
+        // On a failed compare etcd answers with the key's binding: no read before the commit.
+        txn.add_failure()->mutable_request_range()->set_key(IdemKey(idem->key));
+      }
+      for (core::Event e : *p->events) {
+        if (!e.job_id) e.job_id = job.id;
+        events.push_back(std::move(e));
+      }
+      included.emplace_back(p, std::move(job));
     }
+    AddPut(&txn, JobSeqKey(), absl::StrCat(last_id));
     int64_t new_event_seq = 0;
-    AddEvents(&txn, events, job.id, &new_event_seq);
-    INAC_ASSIGN_OR_RETURN(Outcome outcome,
-                          Commit(txn, true, job.id, !events.empty(), new_event_seq));
-    if (outcome == Outcome::kCommitted) return core::CreateJobResult{std::move(job), true};
+    AddEvents(&txn, events, std::nullopt, &new_event_seq);
+    // ... and with the counters, so that a retry needs no read either.
+    txn.add_failure()->mutable_request_range()->set_key(JobSeqKey());
+    txn.add_failure()->mutable_request_range()->set_key(EventSeqKey());
+    etcdserverpb::TxnResponse failed;
+    auto outcome =
+        Commit(txn, true, last_id, !events.empty(), new_event_seq, /*revision=*/nullptr, &failed);
+    if (!outcome.ok()) return fail_pending(outcome.status());
+    if (*outcome == Outcome::kCommitted) {
+      std::set<PendingCreate*> done;
+      for (auto& [p, job] : included) {
+        if (const auto& idem = *p->idem) {
+          bound[idem->key] = Binding{absl::OkStatus(), job.id, idem->body_hash, job};
+        }
+        p->result = core::CreateJobResult{std::move(job), true};
+        done.insert(p);
+      }
+      std::erase_if(pending, [&done](PendingCreate* p) { return done.count(p) > 0; });
+      continue;
+    }
+    // A compare failed (not the fence: Commit checked it): a key of the batch is bound already,
+    // or another writer moved a counter. The failure reads say which; retry the rest.
+    std::map<std::string, const mvccpb::KeyValue*> read;
+    for (const auto& response : failed.responses()) {
+      for (const auto& kv : response.response_range().kvs()) read[kv.key()] = &kv;
+    }
+    for (const std::string& key : keys) {
+      auto it = read.find(IdemKey(key));
+      if (it == read.end()) continue;
+      Binding& b = bound[key];
+      auto j = ParseStored(it->second->value(), "idempotency key");
+      if (j.ok() && !j->is_object())
+        j = absl::DataLossError("stored idempotency key is not an object");
+      if (!j.ok()) {
+        b.stored = j.status();
+        continue;
+      }
+      try {
+        b.job_id = j->value("job_id", core::JobId{0});
+        b.body_hash = j->value("body_hash", std::string());
+      } catch (const std::exception& e) {
+        b.stored = absl::DataLossError(absl::StrCat("stored idempotency key: ", e.what()));
+        continue;
+      }
+      auto kv = GetKey(JobKey(b.job_id), 0, /*serializable=*/false);
+      if (!kv.ok()) {
+        b.job = kv.status();
+      } else if (!*kv) {
+        b.job = absl::DataLossError(absl::StrCat("idempotency key names job ", b.job_id, ", gone"));
+      } else {
+        b.job = DecodeJob((*kv)->value);
+      }
+    }
+    counters_loaded_ = true;
+    for (auto [key, counter] : {std::pair{JobSeqKey(), &job_seq_}, {EventSeqKey(), &event_seq_}}) {
+      *counter = Counter{};
+      auto it = read.find(key);
+      if (it == read.end()) continue;
+      if (!absl::SimpleAtoi(it->second->value(), &counter->value)) counters_loaded_ = false;
+      counter->mod_revision = it->second->mod_revision();
+    }
   }
-  return TooManyConflicts();
 }
 
 absl::StatusOr<core::Job> EtcdStorage::Impl::GetJob(core::JobId id) {

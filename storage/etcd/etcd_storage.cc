@@ -83,8 +83,8 @@ absl::Status EtcdStorage::Impl::LoadCounters() {
   return absl::OkStatus();
 }
 
-// Adds the leader fence to `txn` and a failure read of the leader key. Unavailable when this
-// node is not the leader.
+// Adds the leader fence to `txn` and a failure read of the leader key (the first failure
+// operation: Commit finds it there). Unavailable when this node is not the leader.
 absl::Status EtcdStorage::Impl::Fence(TxnRequest* txn) {
   if (!o_.leader_token) return absl::OkStatus();
   std::optional<int64_t> token = o_.leader_token();
@@ -94,6 +94,7 @@ absl::Status EtcdStorage::Impl::Fence(TxnRequest* txn) {
   c->set_target(Compare::CREATE);
   c->set_result(Compare::EQUAL);
   c->set_create_revision(*token);
+  txn->add_failure()->mutable_request_range()->set_key(o_.leader_key);
   return absl::OkStatus();
 }
 
@@ -113,11 +114,11 @@ void EtcdStorage::Impl::AddEvents(TxnRequest* txn, const std::vector<core::Event
 }
 
 // Commits `txn`. Conflict: a compare other than the fence failed (the caller re-reads and
-// retries). Unavailable: not the leader any more, or the outcome is unknown.
+// retries); `failed`, when given, then receives etcd's answer. Unavailable: not the leader any
+// more, or the outcome is unknown.
 absl::StatusOr<EtcdStorage::Impl::Outcome> EtcdStorage::Impl::Commit(
     TxnRequest& txn, bool job_seq_used, int64_t new_job_seq, bool event_seq_used,
-    int64_t new_event_seq, int64_t* revision) {
-  if (o_.leader_token) txn.add_failure()->mutable_request_range()->set_key(o_.leader_key);
+    int64_t new_event_seq, int64_t* revision, etcdserverpb::TxnResponse* failed) {
   auto response = client_->Txn(txn);
   if (!response.ok()) {
     counters_loaded_ = false;
@@ -137,6 +138,7 @@ absl::StatusOr<EtcdStorage::Impl::Outcome> EtcdStorage::Impl::Commit(
         return absl::UnavailableError("not the leader: the leadership passed to another node");
       }
     }
+    if (failed) *failed = *std::move(response);
     return Outcome::kConflict;
   }
   int64_t rev = response->header().revision();

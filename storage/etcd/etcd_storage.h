@@ -14,7 +14,12 @@
 // Durability and atomicity. Every write to etcd is ONE etcd transaction, acknowledged by etcd
 // after a majority of members committed it: a write that returned OK survives the loss of any
 // minority of members and of this process. Each transaction also compares the leader key's create
-// revision with `leader_token()` (when set), so only the current leader can commit. Exceptions to
+// revision with `leader_token()` (when set), so only the current leader can commit. Job creations
+// are group-committed: the JobStore::Create calls that arrive while a transaction is in flight
+// share the next one (each with its own job, idempotency key and events, at most `max_txn_ops`
+// operations in all); each call returns once that transaction was answered, with its own result
+// as if the calls had run one after the other, and Unavailable when the answer was lost or the
+// fence failed (for every call of that transaction). Exceptions to
 // the one-transaction rule, because etcd bounds a transaction to --max-txn-ops (128 by default):
 // JobStore::UpdateMany whose jobs and events exceed `max_txn_ops` puts and PruneFinished are
 // applied in chunks of that size (the jobs, then the events), each atomic; the events of a plan

@@ -4,10 +4,12 @@
 // etcd_jobs.cc (the job store) -- and the value codecs and transaction builders of
 // etcd_codec.cc. Contract: every write goes through Fence and Commit under write_mu_, in
 // transactions of at most max_txn_ops operations, retried at most kAttempts times on a conflict;
-// stored values that do not decode are DataLoss.
+// stored values that do not decode are DataLoss. Job creations are group-committed (CreateJob
+// below): the creations that queue up while one transaction is in flight share the next one.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -98,8 +100,8 @@ class EtcdStorage::Impl {
   };
   absl::Status LoadCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
-  // Adds the leader fence to `txn` and a failure read of the leader key. Unavailable when this
-  // node is not the leader.
+  // Adds the leader fence to `txn` and a failure read of the leader key (the first failure
+  // operation: call Fence before adding any other). Unavailable when this node is not the leader.
   absl::Status Fence(etcdserverpb::TxnRequest* txn);
 
   // Appends the puts of `events` (job_id defaulting to `default_job`) and of the event counter,
@@ -110,10 +112,12 @@ class EtcdStorage::Impl {
 
   enum class Outcome { kCommitted, kConflict };
   // Commits `txn`. Conflict: a compare other than the fence failed (the caller re-reads and
-  // retries). Unavailable: not the leader any more, or the outcome is unknown.
+  // retries); `failed`, when given, then receives etcd's answer (the failure operations' reads).
+  // Unavailable: not the leader any more, or the outcome is unknown.
   absl::StatusOr<Outcome> Commit(etcdserverpb::TxnRequest& txn, bool job_seq_used,
                                  int64_t new_job_seq, bool event_seq_used, int64_t new_event_seq,
-                                 int64_t* revision = nullptr)
+                                 int64_t* revision = nullptr,
+                                 etcdserverpb::TxnResponse* failed = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   static constexpr int kAttempts = 8;
@@ -123,9 +127,40 @@ class EtcdStorage::Impl {
 
   // --- jobs
 
+  // JobStore::Create with group commit. The caller queues its creation; the first of the queue
+  // takes every queued creation that fits (at most max_txn_ops operations, at least its own),
+  // commits them in ONE transaction (CommitCreates) and hands each its own result; the creations
+  // that queued meanwhile form the next transaction. Returns only once this creation's
+  // transaction was answered: a created job is majority-committed. Unavailable for every creation
+  // of a transaction whose answer was lost or whose fence failed.
   absl::StatusOr<core::CreateJobResult> CreateJob(const core::JobSpec& spec, int64_t now_ms,
                                                   const std::optional<core::IdempotencyKey>& idem,
                                                   const std::vector<core::Event>& events);
+
+  // One queued creation: its arguments (owned by the waiting caller), its result, and `done`.
+  struct PendingCreate {
+    const core::JobSpec* spec;
+    int64_t now_ms;
+    const std::optional<core::IdempotencyKey>* idem;
+    const std::vector<core::Event>* events;
+    int ops;  // puts it adds to a transaction
+    absl::StatusOr<core::CreateJobResult> result = absl::UnknownError("not committed");
+    bool done = false;  // guarded by queue_mu_; `result` is final once it is set
+  };
+
+  // Commits `batch` as one transaction (ids consecutive from the job counter), each creation
+  // with its idempotency key (compare: the key does not exist yet), its job_idem key and its
+  // events, and sets every creation's result as if they had run one after the other: a key
+  // already bound in etcd, or bound by an earlier creation of the batch, gives that job (same
+  // body hash, created = false) or AlreadyExists. A transaction that fails on a compare is
+  // resolved from its failure reads (the batch's idempotency keys and the counters) and retried
+  // without the creations it resolved, at most kAttempts times.
+  // Never throws: an exception fails the creations it left without a result (Internal).
+  void CommitCreates(const std::vector<PendingCreate*>& batch);
+  // CommitCreates's rounds. May throw (JSON encoding); `pending` then holds the creations still
+  // without a result.
+  void CommitPendingCreates(std::vector<PendingCreate*>& pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   absl::StatusOr<core::Job> GetJob(core::JobId id);
 
@@ -169,6 +204,9 @@ class EtcdStorage::Impl {
   EtcdClient* client_;
   std::unique_ptr<core::Storage> local_;
   EtcdStorageOptions o_;
+  // The creations waiting for a transaction, in arrival order; the front one commits.
+  absl::Mutex queue_mu_;
+  std::deque<PendingCreate*> queue_ ABSL_GUARDED_BY(queue_mu_);
   absl::Mutex write_mu_;
   bool counters_loaded_ ABSL_GUARDED_BY(write_mu_) = false;
   Counter job_seq_ ABSL_GUARDED_BY(write_mu_);
