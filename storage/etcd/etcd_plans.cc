@@ -125,10 +125,18 @@ EtcdStorage::Impl::~Impl() { mirror_->Stop(); }
 
 absl::StatusOr<std::optional<core::Snapshot>> EtcdStorage::Impl::MirrorSnapshot() {
   // Read-your-writes: the mirror must hold this node's last committed write (and have listed).
-  if (!mirror_->WaitForApplied(std::max<int64_t>(last_write_revision_.load(), 1),
-                               kReadYourWritesTimeout)) {
+  // After a timeout, later passes read directly without waiting until the mirror moves again.
+  const int64_t want = std::max<int64_t>(last_write_revision_.load(), 1);
+  const int64_t stalled = mirror_stalled_at_.load();
+  if (stalled >= 0 && mirror_->applied_revision() == stalled &&
+      mirror_->applied_revision() < want) {
     return std::optional<core::Snapshot>();
   }
+  if (!mirror_->WaitForApplied(want, kReadYourWritesTimeout)) {
+    mirror_stalled_at_ = mirror_->applied_revision();
+    return std::optional<core::Snapshot>();
+  }
+  mirror_stalled_at_ = -1;
   absl::MutexLock l(&snapshot_mu_);
   struct Raw {
     core::JobId id;
@@ -166,6 +174,7 @@ absl::StatusOr<std::optional<core::Snapshot>> EtcdStorage::Impl::MirrorSnapshot(
   std::map<core::JobId, CachedJob> kept;
   for (const auto& [id, mod] : ids) {
     auto node = job_cache_.extract(id);
+    if (node.empty()) continue;  // a repeated id (keys that are not "<prefix>jobs/<id>")
     if (!core::IsTerminal(node.mapped().job.state)) snap.jobs.push_back(node.mapped().job);
     kept.insert(std::move(node));
   }
@@ -325,10 +334,10 @@ absl::StatusOr<int64_t> EtcdStorage::Impl::SavePlan(const core::Plan& plan,
     auto meta = DecodeMeta(response.kvs(0).value());
     if (meta.ok()) replicated_version = meta->version;
   }
-  // The meta's own write certainly, the rest (keys of a write that crashed after it) as far as
-  // progress notifications tell (kv_mirror.h); a stale view only costs puts or a rejected plan.
-  const bool fresh = mirror_->WaitForApplied(meta_mod, kReadYourWritesTimeout) &&
-                     mirror_->WaitFor(response.header().revision(), kReadYourWritesTimeout);
+  // The mirror up to the meta's write, so up to every key of the plan it describes. Keys of a
+  // write that crashed after that meta may be missed; a stale view only costs puts, or a plan
+  // readers reject (its stamps). Not KvMirror::WaitFor: no progress request (kv_mirror.h).
+  const bool fresh = mirror_->WaitForApplied(meta_mod, kReadYourWritesTimeout);
   INAC_ASSIGN_OR_RETURN(std::optional<core::PlanRecord> latest, local_->plans().Latest());
   const int64_t local_version = latest ? latest->plan.version : 0;
   core::Plan stored = plan;
@@ -376,7 +385,7 @@ absl::Status EtcdStorage::Impl::Replicate(const core::Plan& plan, int64_t now_ms
   }
   ops.push_back(Op{PlanMetaKey(), EncodeMeta(plan, now_ms, stamps)});  // last
 
-  absl::MutexLock l(&write_mu_);
+  // write_mu_ per transaction, not for the whole plan: job submissions interleave.
   const size_t limit = static_cast<size_t>(std::max(1, o_.max_txn_ops));
   size_t start = 0;
   while (start < ops.size()) {
@@ -395,6 +404,7 @@ absl::Status EtcdStorage::Impl::Replicate(const core::Plan& plan, int64_t now_ms
       }
       ++end;
     }
+    absl::MutexLock l(&write_mu_);
     INAC_ASSIGN_OR_RETURN(Outcome outcome, Commit(txn, false, 0, false, 0));
     if (outcome != Outcome::kCommitted) {
       return absl::AbortedError("the replicated plan write conflicted");

@@ -14,8 +14,9 @@
 // Warm standby (docs/ha.md; storage/etcd/etcd_plans.cc). From construction to destruction, every
 // node keeps <prefix>jobs/, meta/ and plan/ in memory (storage/etcd/kv_mirror.h; the destructor
 // stops it). ReadSnapshot serves topology, jobs and the last event seq from that mirror at one
-// mirror revision, after waiting (at most 1 s; else it reads etcd directly) until the mirror has
-// applied this node's own last committed write: read-your-writes. A job is decoded only when its
+// mirror revision, after waiting until the mirror has applied this node's own last committed
+// write: read-your-writes. When that takes over 1 s it reads etcd directly, and keeps doing so
+// without waiting until the mirror advances again. A job is decoded only when its
 // mod revision changed. The other reads (GetJob, ListJobs, events, ...) read etcd directly.
 // PlanStore::Save writes the plan to etcd first (fenced): per-job keys only for the jobs whose plan
 // changed since the replicated plan, deletes for jobs that left, and plan/meta last (stamps of the

@@ -228,6 +228,8 @@ class EtcdStorage::Impl {
   // The revision of this node's last committed write that put a mirrored key (read-your-writes of
   // ReadSnapshot: the mirror has applied it once it applied an event at that revision).
   std::atomic<int64_t> last_write_revision_{0};
+  // The mirror's applied revision when read-your-writes last timed out (-1: it did not).
+  std::atomic<int64_t> mirror_stalled_at_{-1};
 
   absl::Mutex plan_mu_;  // plan saves and imports, one at a time
   // The meta revision of a replicated plan found absent or inconsistent (not read again).

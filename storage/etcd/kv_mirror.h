@@ -25,7 +25,10 @@
 // The state itself is always the range as of some revision (events arrive in order).
 // WaitForApplied(R) does not trust progress notifications: it returns once the mirror applied a
 // list at a revision >= R or an event of the range (kept or not) with mod revision >= R -- the
-// way to wait for a write known to touch the range (read-your-writes).
+// way to wait for a write known to touch the range (read-your-writes). Prefer it: on those etcd
+// versions a progress notification that ran ahead, followed by a stream break, makes EtcdWatch
+// resume after events it never delivered (etcd_watch.h resumes from the last revision reported),
+// so a production path should not request progress.
 //
 // Change notification. changes() counts the applied batches that changed a kept key (and the
 // lists); `on_change` (optional) runs on the mirror thread after each of them, outside the lock.
