@@ -288,6 +288,24 @@ TEST_F(EtcdWarmStandbyTest, ReadSnapshotSeesThisNodesOwnWrites) {
       EXPECT_EQ(snap->jobs.back(), *updated);
     }
   }
+  // A job that ends leaves the snapshot (the decoded-job cache follows it).
+  auto first = a->jobs().Update(1, {.state = core::JobState::kCancelled}, 150);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto without = a->ReadSnapshot();
+  ASSERT_TRUE(without.ok());
+  ASSERT_EQ(without->jobs.size(), 29u);
+  EXPECT_EQ(without->jobs.front().id, 2);
+  // Another node's mirror converges on the same jobs.
+  auto b = Open();
+  std::vector<core::Job> seen_by_b;
+  for (int i = 0; i < 100; ++i) {
+    auto snap_b = b->ReadSnapshot();
+    ASSERT_TRUE(snap_b.ok()) << snap_b.status();
+    seen_by_b = snap_b->jobs;
+    if (seen_by_b == without->jobs) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(seen_by_b, without->jobs);
   auto topology = a->topology().Put(testing::SampleTopology(), 200);
   ASSERT_TRUE(topology.ok());
   auto snap = a->ReadSnapshot();
