@@ -89,4 +89,13 @@ void AddCompareMod(TxnRequest* txn, const std::string& key, int64_t mod_revision
   c->set_mod_revision(mod_revision);
 }
 
+std::string PlanStamp(const std::string& value) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a offset basis
+  for (unsigned char c : value) {
+    h ^= c;
+    h *= 1099511628211ull;  // FNV prime
+  }
+  return absl::StrFormat("%016x", h);
+}
+
 }  // namespace inac::storage::etcd::internal

@@ -143,6 +143,12 @@ absl::StatusOr<EtcdStorage::Impl::Outcome> EtcdStorage::Impl::Commit(
   }
   int64_t rev = response->header().revision();
   if (revision) *revision = rev;
+  // Read-your-writes of ReadSnapshot: a put of a mirrored key is an event the mirror applies.
+  bool mirrored = false;
+  for (const auto& op : txn.success()) {
+    if (op.has_request_put() && MirroredKey(op.request_put().key())) mirrored = true;
+  }
+  if (mirrored && rev > last_write_revision_.load()) last_write_revision_ = rev;  // under write_mu_
   if (job_seq_used) job_seq_ = Counter{new_job_seq, rev};
   if (event_seq_used && new_event_seq != event_seq_.value) event_seq_ = Counter{new_event_seq, rev};
   return Outcome::kCommitted;
@@ -273,7 +279,9 @@ absl::StatusOr<int64_t> EtcdStorage::Impl::TrimEvents(int64_t keep_last) {
 
 // --- snapshot
 
-absl::StatusOr<core::Snapshot> EtcdStorage::Impl::ReadSnapshot() {
+// The etcd part of the snapshot, every range read directly at one revision (the mirror's
+// fallback); ReadSnapshot (etcd_plans.cc) adds the local part.
+absl::StatusOr<core::Snapshot> EtcdStorage::Impl::DirectSnapshot() {
   core::Snapshot snap;
   int64_t revision = 0;
   INAC_ASSIGN_OR_RETURN(snap.topology, GetTopology(0, &revision));
@@ -282,10 +290,6 @@ absl::StatusOr<core::Snapshot> EtcdStorage::Impl::ReadSnapshot() {
     if (!core::IsTerminal(job.state)) snap.jobs.push_back(std::move(job));
   }
   INAC_ASSIGN_OR_RETURN(snap.last_event_seq, LastSeq(revision));
-  INAC_ASSIGN_OR_RETURN(core::Snapshot local, local_->ReadSnapshot());
-  snap.plan = std::move(local.plan);
-  snap.intents = std::move(local.intents);
-  snap.switch_states = std::move(local.switch_states);
   return snap;
 }
 
@@ -353,21 +357,17 @@ class JobStoreImpl final : public core::JobStore {
   EtcdStorage::Impl* impl_;
 };
 
-// Plans and intents are local; their events go to etcd after the local commit.
+// Plans and intents are local; Save also replicates the plan to etcd and Latest imports a newer
+// replicated plan (etcd_plans.cc); a save's events go to etcd after the local commit.
 class PlanStoreImpl final : public core::PlanStore {
  public:
   explicit PlanStoreImpl(EtcdStorage::Impl* impl) : impl_(impl) {}
   absl::StatusOr<int64_t> Save(const core::Plan& plan,
                                const std::vector<core::SwitchIntent>& intents, int64_t now_ms,
                                const std::vector<core::Event>& events) override {
-    INAC_RETURN_IF_ERROR(ValidateEvents(events));
-    INAC_ASSIGN_OR_RETURN(int64_t version, impl_->local().plans().Save(plan, intents, now_ms, {}));
-    if (!events.empty()) INAC_RETURN_IF_ERROR(impl_->AppendEvents(events).status());
-    return version;
+    return impl_->SavePlan(plan, intents, now_ms, events);
   }
-  absl::StatusOr<std::optional<core::PlanRecord>> Latest() override {
-    return impl_->local().plans().Latest();
-  }
+  absl::StatusOr<std::optional<core::PlanRecord>> Latest() override { return impl_->LatestPlan(); }
   absl::StatusOr<core::PlanRecord> Get(int64_t version) override {
     return impl_->local().plans().Get(version);
   }

@@ -1,13 +1,16 @@
 // Internal to storage/etcd/ (not part of storage/etcd/etcd_storage.h's API): the state and logic
 // of EtcdStorage, shared by the files that implement it -- etcd_storage.cc (the reads, the write
 // path with its leader fence and counters, topology, events, the snapshot, the store ports),
-// etcd_jobs.cc (the job store) -- and the value codecs and transaction builders of
-// etcd_codec.cc. Contract: every write goes through Fence and Commit under write_mu_, in
-// transactions of at most max_txn_ops operations, retried at most kAttempts times on a conflict;
-// stored values that do not decode are DataLoss. Job creations are group-committed (CreateJob
-// below): the creations that queue up while one transaction is in flight share the next one.
+// etcd_jobs.cc (the job store), etcd_plans.cc (the replicated plan and the snapshot served from the
+// mirror) -- and the value codecs and transaction builders of etcd_codec.cc. Contract: every write
+// goes through Fence and Commit under write_mu_, in transactions of at most max_txn_ops
+// operations, retried at most kAttempts times on a conflict; stored values that do not decode are
+// DataLoss. Job creations are group-committed (CreateJob below): the creations that queue up while
+// one transaction is in flight share the next one. Lock order: plan_mu_, then write_mu_ or
+// snapshot_mu_, then the mirror's lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -27,6 +30,7 @@
 #include "core/stores.h"
 #include "storage/etcd/etcd_client.h"
 #include "storage/etcd/etcd_storage.h"
+#include "storage/etcd/kv_mirror.h"
 
 namespace inac::storage::etcd {
 namespace internal {
@@ -50,13 +54,18 @@ void AddDelete(etcdserverpb::TxnRequest* txn, const std::string& key,
                const std::string& range_end = "");
 void AddCompareMod(etcdserverpb::TxnRequest* txn, const std::string& key, int64_t mod_revision);
 
+// The stamp of a replicated job plan value: FNV-1a (64 bits) of its bytes, 16 hex digits. Stable
+// across builds and machines; it detects a job key that does not hold what the plan meta lists.
+std::string PlanStamp(const std::string& value);
+
 }  // namespace internal
 
 // All the state and logic of EtcdStorage; the store ports of etcd_storage.cc forward to it.
 class EtcdStorage::Impl {
  public:
-  Impl(EtcdClient* client, std::unique_ptr<core::Storage> local, EtcdStorageOptions options)
-      : client_(client), local_(std::move(local)), o_(std::move(options)) {}
+  // Starts the mirror of <prefix>jobs/, meta/ and plan/ (etcd_plans.cc).
+  Impl(EtcdClient* client, std::unique_ptr<core::Storage> local, EtcdStorageOptions options);
+  ~Impl();  // stops the mirror before anything else goes
 
   core::Storage& local() { return *local_; }
 
@@ -75,6 +84,13 @@ class EtcdStorage::Impl {
   std::string JobSeqKey() const { return o_.prefix + "meta/job_seq"; }
   std::string EventSeqKey() const { return o_.prefix + "meta/event_seq"; }
   std::string TopologyKey() const { return o_.prefix + "meta/topology"; }
+  std::string PlanJobsPrefix() const { return o_.prefix + "plan/jobs/"; }
+  std::string PlanJobKey(core::JobId id) const {
+    return absl::StrCat(o_.prefix, "plan/jobs/", internal::Seq20(id));
+  }
+  std::string PlanMetaKey() const { return o_.prefix + "plan/meta"; }
+  // Whether the mirror keeps `key`: <prefix>jobs/, meta/ and plan/.
+  bool MirroredKey(const std::string& key) const;
 
   // --- reads
 
@@ -194,13 +210,50 @@ class EtcdStorage::Impl {
 
   absl::StatusOr<int64_t> TrimEvents(int64_t keep_last);
 
+  // --- plans (etcd_plans.cc)
+
+  // PlanStore::Save: the replicated plan first (fenced), then the local save, then the events.
+  absl::StatusOr<int64_t> SavePlan(const core::Plan& plan,
+                                   const std::vector<core::SwitchIntent>& intents, int64_t now_ms,
+                                   const std::vector<core::Event>& events);
+  // PlanStore::Latest: the local latest, after importing a newer consistent replicated plan.
+  absl::StatusOr<std::optional<core::PlanRecord>> LatestPlan();
+
   // --- snapshot
 
+  // From the mirror after read-your-writes (etcd_plans.cc); DirectSnapshot when the mirror does
+  // not reach this node's last write within kReadYourWritesTimeout.
   absl::StatusOr<core::Snapshot> ReadSnapshot();
+  absl::StatusOr<core::Snapshot> DirectSnapshot();
+  static constexpr absl::Duration kReadYourWritesTimeout = absl::Seconds(1);
 
   absl::Status Health();
 
+  KvMirror& mirror() { return *mirror_; }
+
  private:
+  // The replicated plan as the mirror holds it; nullopt when absent or inconsistent (a job key
+  // whose stamp is not the one meta lists, a key missing, a value that does not decode).
+  struct Replicated {
+    core::Plan plan;
+    int64_t created_ms = 0;
+    std::optional<core::TopologyRecord> topology;  // at the same mirror revision
+  };
+  // `*meta_mod`: the meta's mod revision (0: none); nullopt without reading when it is
+  // `skip_meta_mod`.
+  absl::StatusOr<std::optional<Replicated>> ReadReplicated(int64_t skip_meta_mod,
+                                                           int64_t* meta_mod);
+  // The version in the replicated plan's meta (0: none), from the mirror, parsed once per meta
+  // revision.
+  int64_t ReplicatedVersion();
+  // Imports the replicated plan into `local` when it is consistent and newer than
+  // `local_version`; whether it did.
+  absl::StatusOr<bool> ImportIfNewer(int64_t local_version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(plan_mu_);
+  // Writes `plan` (its version set) as the replicated plan: changed job keys, deletes, meta last.
+  absl::Status Replicate(const core::Plan& plan, int64_t now_ms, bool fresh)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(plan_mu_);
+  absl::StatusOr<std::optional<core::Snapshot>> MirrorSnapshot();
+
   EtcdClient* client_;
   std::unique_ptr<core::Storage> local_;
   EtcdStorageOptions o_;
@@ -211,6 +264,29 @@ class EtcdStorage::Impl {
   bool counters_loaded_ ABSL_GUARDED_BY(write_mu_) = false;
   Counter job_seq_ ABSL_GUARDED_BY(write_mu_);
   Counter event_seq_ ABSL_GUARDED_BY(write_mu_);
+  // The revision of this node's last committed write that put a mirrored key (read-your-writes of
+  // ReadSnapshot: the mirror has applied it once it applied an event at that revision).
+  std::atomic<int64_t> last_write_revision_{0};
+  // The mirror's applied revision when read-your-writes last timed out (-1: it did not).
+  std::atomic<int64_t> mirror_stalled_at_{-1};
+
+  absl::Mutex plan_mu_;  // plan saves and imports, one at a time
+  // The meta revision of a replicated plan found absent or inconsistent (not read again).
+  int64_t rejected_meta_mod_ ABSL_GUARDED_BY(plan_mu_) = -1;
+  // Decoded jobs and topology by mod revision, so an unchanged one is not decoded again.
+  struct CachedJob {
+    int64_t mod_revision = 0;
+    core::Job job;
+  };
+  absl::Mutex snapshot_mu_;
+  std::map<core::JobId, CachedJob> job_cache_ ABSL_GUARDED_BY(snapshot_mu_);
+  int64_t topology_mod_ ABSL_GUARDED_BY(snapshot_mu_) = -1;
+  std::optional<core::TopologyRecord> topology_cache_ ABSL_GUARDED_BY(snapshot_mu_);
+  absl::Mutex meta_mu_;
+  int64_t meta_mod_ ABSL_GUARDED_BY(meta_mu_) = -1;
+  int64_t meta_version_ ABSL_GUARDED_BY(meta_mu_) = 0;
+
+  std::unique_ptr<KvMirror> mirror_;  // last member: stopped first
 };
 
 }  // namespace inac::storage::etcd
