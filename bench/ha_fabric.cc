@@ -1,15 +1,19 @@
 #include "bench/ha_fabric.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,13 +80,32 @@ std::optional<std::string> AwaitLeader(inac::storage::etcd::EtcdClient& client,
   return std::nullopt;
 }
 
-// VmRSS (MiB) and Threads of a process, from /proc (0 when unreadable).
+// VmRSS (MiB), Threads and CPU time (user + system, s) of a process, from /proc (0 when
+// unreadable).
 struct ProcessCost {
   double rss_mib = 0;
   int threads = 0;
+  double cpu_s = 0;
 };
 ProcessCost CostOf(pid_t pid) {
   ProcessCost c;
+  {
+    // /proc/PID/stat: fields 14 and 15 are utime and stime in clock ticks; the command (field 2)
+    // is parenthesised and may hold spaces, so count from its closing parenthesis.
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    size_t paren = text.rfind(')');
+    if (paren != std::string::npos && paren + 2 < text.size()) {
+      std::istringstream fields(text.substr(paren + 2));
+      std::string field;
+      double utime = 0, stime = 0;
+      for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::atof(field.c_str());
+        if (i == 15) stime = std::atof(field.c_str());
+      }
+      c.cpu_s = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+  }
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
   std::string key;
   while (in >> key) {
@@ -153,6 +176,10 @@ int OneRun(const std::string& base_dir, int run, RunFigures* figures) {
   }
 
   // Cold start.
+  const pid_t host_pid = fabric.shared_process()->pid();
+  const std::string follower = *leader == "a" ? "b" : "a";
+  const ProcessCost host_before = CostOf(host_pid);
+  const ProcessCost leader_before = CostOf(nodes[*leader]->process()->pid());
   const int64_t put_ms = systest::UnixMs();
   const auto put = Clock::now();
   auto put_answer = rest.Put("/topology", inac::core::TopologyToJson(*topology));
@@ -162,9 +189,8 @@ int OneRun(const std::string& base_dir, int run, RunFigures* figures) {
   if (!cold.ok()) return Fail(absl::StrCat("cold start: ", cold.status().ToString()));
   figures->cold_start_s = Seconds(Clock::now() - put);
   figures->plan_solve_ms = cold->solve_ms;
-  const ProcessCost host = CostOf(fabric.shared_process()->pid());
+  const ProcessCost host = CostOf(host_pid);
   const ProcessCost leader_cost = CostOf(nodes[*leader]->process()->pid());
-  const std::string follower = *leader == "a" ? "b" : "a";
   const ProcessCost follower_cost = CostOf(nodes[follower]->process()->pid());
   double cold_read_s = 0;
   if (std::string diff = ReadBack(rest, &cold_read_s); !diff.empty()) {
@@ -172,6 +198,7 @@ int OneRun(const std::string& base_dir, int run, RunFigures* figures) {
   }
 
   // Failover.
+  const ProcessCost host_before_kill = CostOf(host_pid);
   const int64_t kill_ms = systest::UnixMs();
   const auto killed = Clock::now();
   nodes[*leader]->Kill9();
@@ -184,6 +211,7 @@ int OneRun(const std::string& base_dir, int run, RunFigures* figures) {
   if (!taken.ok()) return Fail(absl::StrCat("failover: ", taken.status().ToString()));
   figures->failover_s = Seconds(Clock::now() - killed);
   const ProcessCost new_leader_cost = CostOf(nodes[follower]->process()->pid());
+  const ProcessCost host_after = CostOf(host_pid);
   double failover_read_s = 0;
   if (std::string diff = ReadBack(next, &failover_read_s); !diff.empty()) {
     return Fail(absl::StrCat("failover read-back differs:\n", diff));
@@ -197,13 +225,16 @@ int OneRun(const std::string& base_dir, int run, RunFigures* figures) {
       "\"verify\":\"full parallel read-back (%d threads) after each timing\","
       "\"readback_s\":[%.2f,%.2f],\"switch_host_rss_mib\":%.0f,\"switch_host_threads\":%d,"
       "\"leader_rss_mib\":%.0f,\"leader_threads\":%d,\"follower_threads\":%d,"
-      "\"new_leader_threads\":%d}\n",
+      "\"new_leader_threads\":%d,\"cold_cpu_s\":{\"leader\":%.2f,\"switch_host\":%.2f},"
+      "\"failover_cpu_s\":{\"new_leader\":%.2f,\"switch_host\":%.2f}}\n",
       run, kK, topology->switches.size(), topology->hosts.size(), kJobs, kLeaseTtlS,
       figures->cold_start_s, figures->plan_solve_ms, static_cast<long long>(cold->plan_version),
       figures->failover_s, figures->new_leader_s, figures->failover_s - figures->new_leader_s,
       static_cast<long long>(taken->plan_version), kReadThreads, cold_read_s, failover_read_s,
       host.rss_mib, host.threads, leader_cost.rss_mib, leader_cost.threads, follower_cost.threads,
-      new_leader_cost.threads);
+      new_leader_cost.threads, leader_cost.cpu_s - leader_before.cpu_s,
+      host.cpu_s - host_before.cpu_s, new_leader_cost.cpu_s - follower_cost.cpu_s,
+      host_after.cpu_s - host_before_kill.cpu_s);
   std::fflush(stdout);
   return 0;
 }

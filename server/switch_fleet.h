@@ -39,12 +39,14 @@
 namespace inac::server {
 
 // Builds the client for one switch of the topology (which has a p4runtime endpoint) using
-// `election_id`. Returning an error marks the switch unreachable with that error.
+// `election_id`. Returning an error marks the switch unreachable with that error. Called from the
+// fleet's worker threads, several at once (Sync builds new switches' clients in parallel): it
+// must be thread-safe.
 using SwitchClientFactory = std::function<absl::StatusOr<std::unique_ptr<southbound::SwitchClient>>(
     const core::Switch& sw, uint64_t election_id)>;
 
 struct SwitchFleetOptions {
-  int parallelism = 8;  // switches visited at once
+  int parallelism = 16;  // switches visited at once
   // INA counters are read from a switch after a successful reconciliation, at most once per this
   // period per switch (0: every visit).
   int counters_period_ms = 2000;
