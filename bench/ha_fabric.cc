@@ -171,7 +171,14 @@ int OneRun(const std::string& base_dir, int run, RunFigures* figures) {
   systest::Rest rest(nodes[*leader]->host_port(), absl::Seconds(60));
   // The jobs wait, stored, for a topology: the cold start below plans them all at once.
   for (int i = 0; i < kJobs; ++i) {
-    auto r = rest.Post("/jobs", FabricJob(i));
+    // The leader key can be seen in etcd a moment before its holder answers as the leader (503
+    // until then): retry for a while.
+    systest::Response r;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      r = rest.Post("/jobs", FabricJob(i));
+      if (r.status != 503) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (r.status != 201) return Fail(absl::StrCat("job ", i, ": HTTP ", r.status, " ", r.text));
   }
 

@@ -147,7 +147,14 @@ TEST_F(FabricTest, ColdStartThenFailoverReconcileTheWholeFatTree) {
   {
     Rest rest(nodes_.at(leader)->host_port(), absl::Seconds(30));
     for (int i = 0; i < kJobs; ++i) {
-      Response r = rest.Post("/jobs", FabricJob(i));
+      // The leader key can be seen in etcd a moment before its holder answers as the leader (503
+      // until then): retry for a while.
+      Response r;
+      for (int attempt = 0; attempt < 100; ++attempt) {
+        r = rest.Post("/jobs", FabricJob(i));
+        if (r.status != 503) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
       ASSERT_EQ(r.status, 201) << r.text;
     }
     const int64_t put_ms = UnixMs();
