@@ -152,6 +152,10 @@ void SwitchFleet::Sync(const core::Topology& topology) {
   if (added.size() > 1) {
     if (auto all = states_->List(); all.ok()) {
       for (core::SwitchState& st : *all) stored_states[st.switch_id] = std::move(st);
+    } else {
+      // As a failed Get did: the switches start without their stored records (the first visit
+      // reads each switch back anyway; the records are informational).
+      spdlog::warn("event=switch_states_list_failed error=\"{}\"", all.status().ToString());
     }
   } else if (auto one = states_->Get(added[0]->id); one.ok() && one->has_value()) {
     stored_states[added[0]->id] = **one;

@@ -1,6 +1,7 @@
 // The switch fleet: one P4Runtime client per managed switch of the topology (a switch with a
 // p4runtime endpoint), and the work of bringing each to its intent. The control loop drives it:
-//   Sync(topology)      creates clients for new switches and drops those that left or moved;
+//   Sync(topology)      creates clients for new switches (on the worker pool, with their stored
+//                       records read in one List) and drops those that left or moved;
 //   Watch()             between passes, observes the sessions (a switch that went down or came
 //                       back, a primary change) so that the loop can start a pass at once;
 //   Reconcile(version)  visits every switch on a persistent worker pool: connects, checks and
