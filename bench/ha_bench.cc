@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/ha_fabric.h"
 #include "core/json.h"
 #include "storage/etcd/etcd_client.h"
 #include "tests/ha/etcd_cluster.h"
@@ -346,6 +347,9 @@ int main(int argc, char** argv) {
   }
   if (wanted("failover")) {
     if (int rc = Failover(2, runs, dir); rc != 0) return rc;
+  }
+  if (wanted("fabric")) {
+    if (int rc = RunFabricBench(dir, runs); rc != 0) return rc;
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);

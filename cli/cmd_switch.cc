@@ -22,6 +22,7 @@ namespace {
 struct SwitchArgs {
   std::string listen = "127.0.0.1:9559";
   uint64_t device_id = 1;
+  int devices = 1;
   std::string p4info_file;
   bool bmv2_deviations = false;
   std::string write_log;
@@ -31,6 +32,7 @@ int RunSwitch(const SwitchArgs& args) {
   southbound::emulator::EmulatedSwitchOptions options;
   options.listen_address = args.listen;
   options.device_id = args.device_id;
+  options.num_devices = args.devices;
   options.write_log_path = args.write_log;
   options.deviations.promote_backup_immediately = args.bmv2_deviations;
   options.deviations.get_without_pipeline_fails = args.bmv2_deviations;
@@ -67,10 +69,13 @@ int RunSwitch(const SwitchArgs& args) {
     std::cerr << "inac switch: runs until Ctrl-C or SIGTERM (start it with & or in another "
                  "terminal); a controller manages it once a topology names it with p4runtime "
                  "address "
-              << (*sw)->address() << " and device_id " << args.device_id << "\n";
+              << (*sw)->address() << " and device_id " << args.device_id;
+    if (args.devices > 1) std::cerr << " .. " << args.device_id + args.devices - 1;
+    std::cerr << "\n";
   }
-  spdlog::info("event=switch_started address={} device_id={} pipeline={}", (*sw)->address(),
-               args.device_id, options.p4info.has_value() ? args.p4info_file : "none");
+  spdlog::info("event=switch_started address={} device_id={} devices={} pipeline={}",
+               (*sw)->address(), args.device_id, args.devices,
+               options.p4info.has_value() ? args.p4info_file : "none");
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("event=switch_stopping signal={} entries={}", signal, (*sw)->NumTableEntries());
@@ -87,7 +92,15 @@ void AddSwitchCommand(CLI::App& app) {
   auto args = std::make_shared<SwitchArgs>();
   cmd->add_option("--listen", args->listen, "HOST:PORT to serve on (port 0: any free port)")
       ->capture_default_str();
-  cmd->add_option("--device-id", args->device_id, "P4Runtime device id")->capture_default_str();
+  cmd->add_option("--device-id", args->device_id,
+                  "P4Runtime device id (the first one with --devices)")
+      ->capture_default_str();
+  cmd->add_option("--devices", args->devices,
+                  "Serve this many devices behind the one listen address, device ids --device-id "
+                  "onwards, each with its own state and arbitration (emulated fabrics); with "
+                  "--write-log each device appends to FILE.<device id>")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   cmd->add_option("--p4info", args->p4info_file,
                   "P4Info (text format) installed at start; without it the switch waits for a "
                   "controller's SetForwardingPipelineConfig");

@@ -108,7 +108,7 @@ struct ControllerOptions {
   int64_t batch_min_interval_ms = scheduler::BatchSwitchRule{}.min_interval_ms;
   int debounce_ms = 50;  // wake-ups within this window after a pass share the next pass
   int timer_ms = 2000;   // periodic pass: retries failed switches, reconnects
-  int reconcile_parallelism = 8;
+  int reconcile_parallelism = 16;
   // INA counters (job_aggregated / job_fallback / job_preempted of ina.p4) are read from a switch
   // after a successful reconciliation, at most once per this period per switch (0: every pass).
   int counters_period_ms = 2000;

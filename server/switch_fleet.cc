@@ -112,6 +112,7 @@ std::vector<std::shared_ptr<SwitchFleet::Slot>> SwitchFleet::AllSlots() {
 }
 
 void SwitchFleet::Sync(const core::Topology& topology) {
+  const auto start = std::chrono::steady_clock::now();
   std::map<std::string, const core::Switch*> wanted;
   for (const core::Switch& sw : topology.switches) {
     if (sw.p4runtime) wanted[sw.id] = &sw;
@@ -136,11 +137,35 @@ void SwitchFleet::Sync(const core::Topology& topology) {
     if (slot->client) slot->client->Disconnect();
     PruneCounters(slot->sw.id, nullptr);
   }
-  for (const auto& [id, sw] : wanted) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (slots_.count(id)) continue;
+  std::vector<const core::Switch*> added;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, sw] : wanted) {
+      if (!slots_.count(id)) added.push_back(sw);
     }
+  }
+  if (added.empty()) return;
+  // The stored records of the new switches, in one read when there are many (a leader taking
+  // over a fabric of 1,280 switches would otherwise wait for 1,280 reads of the store, one after
+  // the other, before its first visit).
+  std::map<std::string, core::SwitchState> stored_states;
+  if (added.size() > 1) {
+    if (auto all = states_->List(); all.ok()) {
+      for (core::SwitchState& st : *all) stored_states[st.switch_id] = std::move(st);
+    } else {
+      // As a failed Get did: the switches start without their stored records (the first visit
+      // reads each switch back anyway; the records are informational).
+      spdlog::warn("event=switch_states_list_failed error=\"{}\"", all.status().ToString());
+    }
+  } else if (auto one = states_->Get(added[0]->id); one.ok() && one->has_value()) {
+    stored_states[added[0]->id] = **one;
+  }
+  // Clients are built on the pool: each parses and indexes its P4Info (~0.4 ms), which for 1,280
+  // new switches (a leader taking over) was half a second on the loop thread.
+  std::vector<std::shared_ptr<Slot>> built(added.size());
+  pool_.RunAll(added.size(), [&](size_t i) {
+    const core::Switch* sw = added[i];
+    const std::string& id = sw->id;
     auto slot = std::make_shared<Slot>();
     slot->sw = *sw;
     auto client = factory_(*sw, election);
@@ -151,16 +176,21 @@ void SwitchFleet::Sync(const core::Topology& topology) {
       slot->factory_error = std::string(client.status().message());
       slot->last_error = slot->factory_error;
     }
-    auto stored = states_->Get(id);
-    if (stored.ok() && stored->has_value()) {
-      slot->applied_version = (*stored)->applied_version;
-      slot->last_contact_ms = (*stored)->last_contact_ms;
-      slot->persisted = **stored;
+    if (auto stored = stored_states.find(id); stored != stored_states.end()) {
+      slot->applied_version = stored->second.applied_version;
+      slot->last_contact_ms = stored->second.last_contact_ms;
+      slot->persisted = stored->second;
     }
     slot->Publish();
+    built[i] = std::move(slot);
+  });
+  {
     absl::MutexLock lock(&mu_);
-    slots_[id] = std::move(slot);
+    for (auto& slot : built) slots_[slot->sw.id] = std::move(slot);
   }
+  spdlog::info(
+      "event=fleet_synced added={} removed={} ms={:.1f}", added.size(), removed.size(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }
 
 bool SwitchFleet::Watch() {
@@ -191,6 +221,7 @@ SwitchFleet::Visit SwitchFleet::Reconcile(int64_t plan_version,
   const uint64_t election = election_id().low;  // the record keeps the low 64 bits
   absl::Mutex writes_mu;
   Visit visit;
+  const auto start = std::chrono::steady_clock::now();
   pool_.RunAll(work.size(), [&](size_t i) {
     core::SwitchIntent empty;
     empty.switch_id = work[i]->sw.id;
@@ -203,6 +234,17 @@ SwitchFleet::Visit SwitchFleet::Reconcile(int64_t plan_version,
       visit.writes.push_back(std::move(*write));
     }
   });
+  // A pass over a large fleet is worth a line (the fabric figures of docs/southbound.md come
+  // from it); the periodic passes over a small one are not.
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (ms >= 500) {
+    spdlog::info("event=fleet_reconciled switches={} version={} parallelism={} ms={:.1f}",
+                 work.size(), plan_version, options_.parallelism, ms);
+  } else {
+    spdlog::debug("event=fleet_reconciled switches={} version={} parallelism={} ms={:.1f}",
+                  work.size(), plan_version, options_.parallelism, ms);
+  }
   return visit;
 }
 

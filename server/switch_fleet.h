@@ -1,6 +1,7 @@
 // The switch fleet: one P4Runtime client per managed switch of the topology (a switch with a
 // p4runtime endpoint), and the work of bringing each to its intent. The control loop drives it:
-//   Sync(topology)      creates clients for new switches and drops those that left or moved;
+//   Sync(topology)      creates clients for new switches (on the worker pool, with their stored
+//                       records read in one List) and drops those that left or moved;
 //   Watch()             between passes, observes the sessions (a switch that went down or came
 //                       back, a primary change) so that the loop can start a pass at once;
 //   Reconcile(version)  visits every switch on a persistent worker pool: connects, checks and
@@ -41,12 +42,14 @@ namespace inac::server {
 
 // Builds the client for one switch of the topology (which has a p4runtime endpoint) using
 // `election_id` (128 bits: a single controller uses the low 64; a cluster leader puts its epoch in
-// the high 64, docs/ha.md). Returning an error marks the switch unreachable with that error.
+// the high 64, docs/ha.md). Returning an error marks the switch unreachable with that error. Called
+// from the fleet's worker threads, several at once (Sync builds new switches' clients in
+// parallel): it must be thread-safe.
 using SwitchClientFactory = std::function<absl::StatusOr<std::unique_ptr<southbound::SwitchClient>>(
     const core::Switch& sw, southbound::ElectionId election_id)>;
 
 struct SwitchFleetOptions {
-  int parallelism = 8;  // switches visited at once
+  int parallelism = 16;  // switches visited at once
   // INA counters are read from a switch after a successful reconciliation, at most once per this
   // period per switch (0: every visit).
   int counters_period_ms = 2000;

@@ -43,14 +43,40 @@ void SetUint128(absl::uint128 v, p4::v1::Uint128* out) {
   out->set_low(absl::Uint128Low64(v));
 }
 
+// The answer to a stream message other than arbitration: the emulated switch has no data plane.
+StreamMessageResponse UnsupportedStreamMessage(const StreamMessageRequest& request) {
+  StreamMessageResponse response;
+  p4::v1::StreamError* error = response.mutable_error();
+  error->set_canonical_code(google::rpc::UNIMPLEMENTED);
+  error->set_space(kErrorSpace);
+  if (request.has_packet()) {
+    error->set_message("the emulated switch has no data plane: packet-out dropped");
+    *error->mutable_packet_out()->mutable_packet_out() = request.packet();
+  } else if (request.has_digest_ack()) {
+    error->set_message("the emulated switch has no digests");
+    *error->mutable_digest_list_ack()->mutable_digest_list_ack() = request.digest_ack();
+  } else {
+    error->set_message("unsupported stream message");
+    error->mutable_other();
+  }
+  return response;
+}
+
+// The status for a request naming a device this server does not hold.
+grpc::Status UnknownDevice(uint64_t device_id) {
+  if (device_id == 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "device_id missing");
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("unknown device ", device_id));
+}
+
 }  // namespace
 
-class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
+// One device: its pipeline, forwarding state, arbitration and write log. The RPC handlers of
+// EmulatedSwitch::Router call it once they have found the device a request names.
+class EmulatedSwitch::Device {
  public:
-  explicit Service(const EmulatedSwitchOptions& options)
-      : device_id_(options.device_id), deviations_(options.deviations) {
-    if (!options.write_log_path.empty())
-      write_log_ = std::fopen(options.write_log_path.c_str(), "a");
+  Device(const EmulatedSwitchOptions& options, uint64_t device_id, const std::string& write_log)
+      : device_id_(device_id), deviations_(options.deviations) {
+    if (!write_log.empty()) write_log_ = std::fopen(write_log.c_str(), "a");
     if (options.p4info.has_value()) {
       *config_.mutable_p4info() = *options.p4info;
       has_config_ = true;
@@ -58,7 +84,7 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     }
   }
 
-  ~Service() override {
+  ~Device() {
     if (write_log_ != nullptr) std::fclose(write_log_);
   }
 
@@ -81,14 +107,7 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     return state_ == nullptr ? 0 : state_->num_table_entries();
   }
 
-  grpc::Status Capabilities(grpc::ServerContext*, const p4::v1::CapabilitiesRequest*,
-                            p4::v1::CapabilitiesResponse* response) override {
-    response->set_p4runtime_api_version(kApiVersion);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Write(grpc::ServerContext*, const p4::v1::WriteRequest* request,
-                     p4::v1::WriteResponse*) override {
+  grpc::Status Write(const p4::v1::WriteRequest* request) {
     if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
     if (grpc::Status s = CheckPrimary(request->role(), request->has_election_id(),
@@ -130,8 +149,8 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     return grpc::Status(grpc::StatusCode::UNKNOWN, status.message(), status.SerializeAsString());
   }
 
-  grpc::Status Read(grpc::ServerContext*, const p4::v1::ReadRequest* request,
-                    grpc::ServerWriter<p4::v1::ReadResponse>* writer) override {
+  grpc::Status Read(const p4::v1::ReadRequest* request,
+                    grpc::ServerWriter<p4::v1::ReadResponse>* writer) {
     if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
     std::vector<p4::v1::Entity> entities;
     {
@@ -155,8 +174,7 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
   }
 
   grpc::Status SetForwardingPipelineConfig(
-      grpc::ServerContext*, const p4::v1::SetForwardingPipelineConfigRequest* request,
-      p4::v1::SetForwardingPipelineConfigResponse*) override {
+      const p4::v1::SetForwardingPipelineConfigRequest* request) {
     using Req = p4::v1::SetForwardingPipelineConfigRequest;
     if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
@@ -204,8 +222,8 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
   }
 
   grpc::Status GetForwardingPipelineConfig(
-      grpc::ServerContext*, const p4::v1::GetForwardingPipelineConfigRequest* request,
-      p4::v1::GetForwardingPipelineConfigResponse* response) override {
+      const p4::v1::GetForwardingPipelineConfigRequest* request,
+      p4::v1::GetForwardingPipelineConfigResponse* response) {
     using Req = p4::v1::GetForwardingPipelineConfigRequest;
     if (grpc::Status s = CheckDevice(request->device_id()); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
@@ -236,7 +254,9 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     }
   }
 
-  grpc::Status StreamChannel(grpc::ServerContext*, StreamRw* rw) override {
+  // Serves one stream whose first arbitration update, `first`, names this device; returns when
+  // the stream ends (the status it ends with).
+  grpc::Status ServeStream(StreamRw* rw, const p4::v1::MasterArbitrationUpdate& first) {
     auto stream = std::make_shared<Stream>();
     stream->rw = rw;
     {
@@ -244,29 +264,14 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
       stream->serial = next_serial_++;
       streams_[stream->serial] = stream;
     }
-    grpc::Status end = grpc::Status::OK;
+    grpc::Status end = HandleArbitration(stream, first);
     StreamMessageRequest request;
-    while (rw->Read(&request)) {
+    while (end.ok() && rw->Read(&request)) {
       if (request.has_arbitration()) {
         end = HandleArbitration(stream, request.arbitration());
-        if (!end.ok()) break;
         continue;
       }
-      StreamMessageResponse response;
-      p4::v1::StreamError* error = response.mutable_error();
-      error->set_canonical_code(google::rpc::UNIMPLEMENTED);
-      error->set_space(kErrorSpace);
-      if (request.has_packet()) {
-        error->set_message("the emulated switch has no data plane: packet-out dropped");
-        *error->mutable_packet_out()->mutable_packet_out() = request.packet();
-      } else if (request.has_digest_ack()) {
-        error->set_message("the emulated switch has no digests");
-        *error->mutable_digest_list_ack()->mutable_digest_list_ack() = request.digest_ack();
-      } else {
-        error->set_message("unsupported stream message");
-        error->mutable_other();
-      }
-      Send(*stream, response);
+      Send(*stream, UnsupportedStreamMessage(request));
     }
     CloseStream(stream);
     return end;
@@ -278,7 +283,7 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
     StreamRw* rw = nullptr;
     absl::Mutex write_mu;
     bool open ABSL_GUARDED_BY(write_mu) = true;
-    // Arbitration, guarded by Service::mu_.
+    // Arbitration, guarded by Device::mu_.
     bool arbitrated = false;
     std::string role;
     bool has_election_id = false;
@@ -296,9 +301,7 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
 
   grpc::Status CheckDevice(uint64_t device_id) const {
     if (device_id == device_id_) return grpc::Status::OK;
-    if (device_id == 0)
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "device_id missing");
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("unknown device ", device_id));
+    return UnknownDevice(device_id);
   }
 
   grpc::Status CheckPrimary(const std::string& role, bool has_election_id,
@@ -457,10 +460,80 @@ class EmulatedSwitch::Service final : public p4::v1::P4Runtime::Service {
   std::map<std::string, Role> roles_ ABSL_GUARDED_BY(mu_);
 };
 
+// The P4Runtime service: finds the device each request names (by its device_id) and hands the
+// request to it. Streams name their device in their first arbitration update; messages before it
+// are answered as unsupported (as a single device does).
+class EmulatedSwitch::Router final : public p4::v1::P4Runtime::Service {
+ public:
+  // `devices` hold consecutive ids from `first_id`. Not owned; they outlive the server.
+  Router(uint64_t first_id, const std::vector<std::unique_ptr<Device>>* devices)
+      : first_id_(first_id), devices_(devices) {}
+
+  grpc::Status Capabilities(grpc::ServerContext*, const p4::v1::CapabilitiesRequest*,
+                            p4::v1::CapabilitiesResponse* response) override {
+    response->set_p4runtime_api_version(kApiVersion);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Write(grpc::ServerContext*, const p4::v1::WriteRequest* request,
+                     p4::v1::WriteResponse*) override {
+    Device* d = Find(request->device_id());
+    return d == nullptr ? UnknownDevice(request->device_id()) : d->Write(request);
+  }
+
+  grpc::Status Read(grpc::ServerContext*, const p4::v1::ReadRequest* request,
+                    grpc::ServerWriter<p4::v1::ReadResponse>* writer) override {
+    Device* d = Find(request->device_id());
+    return d == nullptr ? UnknownDevice(request->device_id()) : d->Read(request, writer);
+  }
+
+  grpc::Status SetForwardingPipelineConfig(
+      grpc::ServerContext*, const p4::v1::SetForwardingPipelineConfigRequest* request,
+      p4::v1::SetForwardingPipelineConfigResponse*) override {
+    Device* d = Find(request->device_id());
+    return d == nullptr ? UnknownDevice(request->device_id())
+                        : d->SetForwardingPipelineConfig(request);
+  }
+
+  grpc::Status GetForwardingPipelineConfig(
+      grpc::ServerContext*, const p4::v1::GetForwardingPipelineConfigRequest* request,
+      p4::v1::GetForwardingPipelineConfigResponse* response) override {
+    Device* d = Find(request->device_id());
+    return d == nullptr ? UnknownDevice(request->device_id())
+                        : d->GetForwardingPipelineConfig(request, response);
+  }
+
+  grpc::Status StreamChannel(grpc::ServerContext*, StreamRw* rw) override {
+    StreamMessageRequest request;
+    while (rw->Read(&request)) {
+      if (request.has_arbitration()) {
+        Device* d = Find(request.arbitration().device_id());
+        if (d == nullptr) return UnknownDevice(request.arbitration().device_id());
+        return d->ServeStream(rw, request.arbitration());
+      }
+      // No device yet, no other writer on this stream.
+      rw->Write(UnsupportedStreamMessage(request));
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  Device* Find(uint64_t device_id) const {
+    if (device_id < first_id_ || device_id - first_id_ >= devices_->size()) return nullptr;
+    return (*devices_)[device_id - first_id_].get();
+  }
+
+  const uint64_t first_id_;
+  const std::vector<std::unique_ptr<Device>>* devices_;
+};
+
 absl::StatusOr<std::unique_ptr<EmulatedSwitch>> EmulatedSwitch::Start(
     EmulatedSwitchOptions options) {
   if (options.p4info.has_value()) {
     if (absl::Status s = VerifyP4Info(*options.p4info); !s.ok()) return s;
+  }
+  if (options.num_devices < 1) {
+    return absl::InvalidArgumentError("an emulated switch serves at least one device");
   }
   std::unique_ptr<EmulatedSwitch> sw(new EmulatedSwitch());
   size_t colon = options.listen_address.rfind(':');
@@ -469,10 +542,17 @@ absl::StatusOr<std::unique_ptr<EmulatedSwitch>> EmulatedSwitch::Start(
         absl::StrCat("listen address '", options.listen_address, "' is not host:port"));
   }
   sw->host_ = options.listen_address.substr(0, colon);
-  sw->service_ = std::make_unique<Service>(options);
+  sw->first_device_id_ = options.device_id;
+  for (int i = 0; i < options.num_devices; ++i) {
+    const uint64_t id = options.device_id + static_cast<uint64_t>(i);
+    std::string log = options.write_log_path;
+    if (!log.empty() && options.num_devices > 1) absl::StrAppend(&log, ".", id);
+    sw->devices_.push_back(std::make_unique<Device>(options, id, log));
+  }
+  sw->router_ = std::make_unique<Router>(options.device_id, &sw->devices_);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &sw->port_);
-  builder.RegisterService(sw->service_.get());
+  builder.RegisterService(sw->router_.get());
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
   sw->server_ = builder.BuildAndStart();
@@ -482,13 +562,24 @@ absl::StatusOr<std::unique_ptr<EmulatedSwitch>> EmulatedSwitch::Start(
   return sw;
 }
 
+// server_ is declared after the devices and the router: it is destroyed (and waits for its
+// handlers) before them.
 EmulatedSwitch::~EmulatedSwitch() { Shutdown(); }
 
 std::string EmulatedSwitch::address() const { return absl::StrCat(host_, ":", port_); }
 
-uint64_t EmulatedSwitch::device_id() const { return service_->device_id(); }
+int EmulatedSwitch::num_devices() const { return static_cast<int>(devices_.size()); }
 
-int64_t EmulatedSwitch::NumTableEntries() const { return service_->NumTableEntries(); }
+int64_t EmulatedSwitch::NumTableEntries() const {
+  int64_t n = 0;
+  for (const auto& d : devices_) n += d->NumTableEntries();
+  return n;
+}
+
+int64_t EmulatedSwitch::NumTableEntries(uint64_t device_id) const {
+  if (device_id < first_device_id_ || device_id - first_device_id_ >= devices_.size()) return 0;
+  return devices_[device_id - first_device_id_]->NumTableEntries();
+}
 
 void EmulatedSwitch::Shutdown() {
   // A deadline in the past cancels the open streams at once instead of waiting for clients.

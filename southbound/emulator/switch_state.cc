@@ -91,8 +91,13 @@ SwitchState::SwitchState(const p4::config::v1::P4Info& p4info) : p4info_(p4info)
   for (const auto& c : p4info_.counters()) {
     Counter& counter = counters_[c.preamble().id()];
     counter.info = &c;
-    counter.cells.resize(static_cast<size_t>(c.size()));
+    counter.size = c.size();
   }
+}
+
+const p4::v1::CounterData& SwitchState::Counter::Cell(int64_t index) const {
+  auto it = cells.find(index);
+  return it == cells.end() ? p4::v1::CounterData::default_instance() : it->second;
 }
 
 int64_t SwitchState::num_table_entries() const {
@@ -419,10 +424,10 @@ absl::Status SwitchState::ApplyCounterEntry(Update::Type type, const p4::v1::Cou
   }
   if (!entry.has_index()) return absl::InvalidArgumentError("counter write without an index");
   int64_t index = entry.index().index();
-  if (index < 0 || index >= static_cast<int64_t>(it->second.cells.size())) {
+  if (index < 0 || index >= it->second.size) {
     return absl::InvalidArgumentError(absl::StrCat("counter index ", index, " out of range"));
   }
-  it->second.cells[static_cast<size_t>(index)] = entry.data();
+  it->second.cells[index] = entry.data();
   return absl::OkStatus();
 }
 
@@ -530,14 +535,14 @@ absl::Status SwitchState::Read(const p4::v1::Entity& query,
         auto* e = out->emplace_back().mutable_counter_entry();
         e->set_counter_id(id);
         e->mutable_index()->set_index(index);
-        *e->mutable_data() = c.cells[static_cast<size_t>(index)];
+        *e->mutable_data() = c.Cell(index);
       };
       if (q.counter_id() == 0) {
         if (q.has_index()) {
           return absl::InvalidArgumentError("a wildcard counter read cannot have an index");
         }
         for (const auto& [id, c] : counters_) {
-          for (size_t i = 0; i < c.cells.size(); ++i) emit(id, c, static_cast<int64_t>(i));
+          for (int64_t i = 0; i < c.size; ++i) emit(id, c, i);
         }
         return absl::OkStatus();
       }
@@ -546,13 +551,11 @@ absl::Status SwitchState::Read(const p4::v1::Entity& query,
         return absl::InvalidArgumentError(absl::StrCat("unknown counter id ", q.counter_id()));
       }
       if (!q.has_index()) {
-        for (size_t i = 0; i < it->second.cells.size(); ++i) {
-          emit(q.counter_id(), it->second, static_cast<int64_t>(i));
-        }
+        for (int64_t i = 0; i < it->second.size; ++i) emit(q.counter_id(), it->second, i);
         return absl::OkStatus();
       }
       int64_t index = q.index().index();
-      if (index < 0 || index >= static_cast<int64_t>(it->second.cells.size())) {
+      if (index < 0 || index >= it->second.size) {
         return absl::InvalidArgumentError(absl::StrCat("counter index ", index, " out of range"));
       }
       emit(q.counter_id(), it->second, index);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "google/rpc/code.pb.h"
 #include "google/rpc/status.pb.h"
 #include "p4/v1/p4runtime.grpc.pb.h"
@@ -825,6 +827,136 @@ TEST_F(EmulatorTest, StateIsLostOnRestart) {
   switch_.reset();
   StartSwitch(true);
   EXPECT_TRUE(ReadTable(kInaWorker).empty());
+}
+
+// --- Several devices behind one server (`inac switch --devices N`) ---
+
+class MultiDeviceTest : public EmulatorTest {
+ protected:
+  static constexpr int kDevices = 4;  // ids kDevice .. kDevice + 3
+
+  void StartDevices(const std::string& write_log = "") {
+    EmulatedSwitchOptions options;
+    options.device_id = kDevice;
+    options.num_devices = kDevices;
+    options.p4info = InaP4Info();
+    options.write_log_path = write_log;
+    auto sw = EmulatedSwitch::Start(options);
+    ASSERT_TRUE(sw.ok()) << sw.status();
+    switch_ = std::move(*sw);
+    channel_ = grpc::CreateChannel(switch_->address(), grpc::InsecureChannelCredentials());
+    stub_ = P4Runtime::NewStub(channel_);
+  }
+};
+
+TEST_F(MultiDeviceTest, EachDeviceHasItsOwnArbitration) {
+  StartDevices();
+  EXPECT_EQ(switch_->device_id(), kDevice);
+  EXPECT_EQ(switch_->num_devices(), kDevices);
+  // The same election id is primary on two devices: arbitration is per device.
+  Session a(stub_.get(), 10, kDevice);
+  a.Arbitrate();
+  EXPECT_EQ(a.NextCode(), google::rpc::OK);
+  Session b(stub_.get(), 10, kDevice + 1);
+  b.Arbitrate();
+  p4::v1::MasterArbitrationUpdate answer = b.Next();
+  EXPECT_EQ(answer.status().code(), google::rpc::OK);
+  EXPECT_EQ(answer.device_id(), kDevice + 1);
+  // A lower id on device kDevice + 1 is a backup there.
+  Session c(stub_.get(), 5, kDevice + 1);
+  c.Arbitrate();
+  EXPECT_EQ(c.NextCode(), google::rpc::ALREADY_EXISTS);
+  // Writes need the primary of the device they name; device kDevice + 2 has none.
+  EXPECT_TRUE(Write({}, 10, kDevice).ok());
+  EXPECT_TRUE(Write({}, 10, kDevice + 1).ok());
+  EXPECT_EQ(Write({}, 5, kDevice + 1).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Write({}, 10, kDevice + 2).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(MultiDeviceTest, EachDeviceHasItsOwnState) {
+  StartDevices();
+  Session a(stub_.get(), 10, kDevice);
+  a.Arbitrate();
+  ASSERT_EQ(a.NextCode(), google::rpc::OK);
+  Session d(stub_.get(), 10, kDevice + 3);
+  d.Arbitrate();
+  ASSERT_EQ(d.NextCode(), google::rpc::OK);
+  ASSERT_TRUE(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0))}, 10, kDevice).ok());
+  ASSERT_TRUE(Write({MakeUpdate(Update::INSERT, Worker(8, 1, 0)),
+                     MakeUpdate(Update::INSERT, Worker(8, 2, 1))},
+                    10, kDevice + 3)
+                  .ok());
+  p4::v1::Entity q;
+  q.mutable_table_entry()->set_table_id(kInaWorker);
+  grpc::Status s;
+  EXPECT_EQ(Read(q, &s, kDevice).size(), 1u);
+  EXPECT_EQ(Read(q, &s, kDevice + 1).size(), 0u);
+  EXPECT_EQ(Read(q, &s, kDevice + 3).size(), 2u);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(switch_->NumTableEntries(kDevice), 1);
+  EXPECT_EQ(switch_->NumTableEntries(kDevice + 3), 2);
+  EXPECT_EQ(switch_->NumTableEntries(kDevice + kDevices), 0);
+  EXPECT_EQ(switch_->NumTableEntries(), 3);
+}
+
+TEST_F(MultiDeviceTest, IdsOutsideTheRangeAreRefusedAsByOneDevice) {
+  StartDevices();
+  EXPECT_EQ(Write({}, 10, kDevice + kDevices).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Write({}, 10, kDevice - 1).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Write({}, 10, 0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  p4::v1::Entity q;
+  q.mutable_table_entry()->set_table_id(kInaWorker);
+  grpc::Status s;
+  Read(q, &s, kDevice + kDevices);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  Session out(stub_.get(), 10, kDevice + kDevices);
+  out.Arbitrate();
+  EXPECT_EQ(out.NextCode(), -1);
+  EXPECT_EQ(out.Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(MultiDeviceTest, APrimaryLeavingOneDeviceLeavesTheOthersAlone) {
+  StartDevices();
+  auto a = std::make_unique<Session>(stub_.get(), 10, kDevice);
+  a->Arbitrate();
+  ASSERT_EQ(a->NextCode(), google::rpc::OK);
+  Session backup(stub_.get(), 5, kDevice);
+  backup.Arbitrate();
+  ASSERT_EQ(backup.NextCode(), google::rpc::ALREADY_EXISTS);
+  Session b(stub_.get(), 10, kDevice + 1);
+  b.Arbitrate();
+  ASSERT_EQ(b.NextCode(), google::rpc::OK);
+  a.reset();  // device kDevice loses its primary; its backup is told
+  EXPECT_EQ(backup.NextCode(), google::rpc::NOT_FOUND);
+  EXPECT_EQ(Write({}, 10, kDevice).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Write({}, 10, kDevice + 1).ok());
+}
+
+TEST_F(MultiDeviceTest, EachDeviceWritesItsOwnLog) {
+  std::string path = ::testing::TempDir() + "/multi_device_writes";
+  for (int i = 0; i < kDevices; ++i) std::remove(absl::StrCat(path, ".", kDevice + i).c_str());
+  StartDevices(path);
+  Session a(stub_.get(), 10, kDevice + 2);
+  a.Arbitrate();
+  ASSERT_EQ(a.NextCode(), google::rpc::OK);
+  ASSERT_TRUE(Write({}, 10, kDevice + 2).ok());
+  EXPECT_EQ(Write({}, 9, kDevice + 2).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  switch_.reset();  // closes the files
+  std::ifstream in(absl::StrCat(path, ".", kDevice + 2));
+  std::string l1, l2;
+  ASSERT_TRUE(std::getline(in, l1));
+  ASSERT_TRUE(std::getline(in, l2));
+  EXPECT_EQ(l1, "write election_id=0:10 result=0");
+  EXPECT_EQ(l2, "write election_id=0:9 result=7");
+  std::ifstream other(absl::StrCat(path, ".", kDevice));  // opened at start, nothing written
+  std::string line;
+  EXPECT_FALSE(std::getline(other, line));
+}
+
+TEST(MultiDeviceStartTest, NoDevicesIsInvalid) {
+  EmulatedSwitchOptions options;
+  options.num_devices = 0;
+  EXPECT_EQ(EmulatedSwitch::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -233,6 +235,21 @@ absl::Status EmulatedFabric::Start(core::Topology* topology, const std::string& 
     if (!address.ok()) return address.status();
     m.address = *address;
     sw.p4runtime = core::P4RuntimeEndpoint{m.address, m.device_id};
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedFabric::StartShared(core::Topology* topology, const std::string& dir) {
+  const std::string log = absl::StrCat(dir, "/switches.log");
+  auto p = ChildProcess::Start({"switch", "--listen", "127.0.0.1:0", "--device-id", "1",
+                                "--devices", std::to_string(topology->switches.size())},
+                               log);
+  if (!p.ok()) return p.status();
+  shared_ = std::move(*p);
+  auto address = shared_->AwaitListening(absl::Seconds(30));
+  if (!address.ok()) return address.status();
+  for (size_t i = 0; i < topology->switches.size(); ++i) {
+    topology->switches[i].p4runtime = core::P4RuntimeEndpoint{*address, i + 1};
   }
   return absl::OkStatus();
 }
@@ -534,6 +551,101 @@ absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return absl::DeadlineExceededError(absl::StrCat("not converged: ", last));
+}
+
+std::string CompareFabricParallel(const core::Topology& topology,
+                                  const std::map<std::string, core::SwitchIntent>& intents,
+                                  int threads) {
+  std::vector<const core::Switch*> managed;
+  for (const core::Switch& sw : topology.switches) {
+    if (sw.p4runtime) managed.push_back(&sw);
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::string problems;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) {
+    pool.emplace_back([&] {
+      SwitchReader reader;
+      for (size_t i = next++; i < managed.size(); i = next++) {
+        const core::Switch& sw = *managed[i];
+        core::SwitchIntent empty;
+        empty.switch_id = sw.id;
+        auto it = intents.find(sw.id);
+        std::string problem;
+        auto expected = reader.Expected(it == intents.end() ? empty : it->second);
+        if (!expected.ok()) {
+          problem = absl::StrCat(sw.id, ": intent: ", expected.status().ToString(), "\n");
+        } else if (auto actual = reader.Read(sw.p4runtime->address, sw.p4runtime->device_id);
+                   !actual.ok()) {
+          problem = absl::StrCat(sw.id, ": read: ", actual.status().ToString(), "\n");
+        } else if (std::string diff = SwitchReader::Diff(*expected, *actual); !diff.empty()) {
+          problem = absl::StrCat(sw.id, ": ", diff, "\n");
+        }
+        if (!problem.empty()) {
+          std::lock_guard<std::mutex> lock(mu);
+          problems += problem;
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return problems;
+}
+
+int64_t UnixMs() { return absl::ToUnixMillis(absl::Now()); }
+
+std::optional<FleetReport> ReportFleet(Rest& rest, int64_t since_unix_ms) {
+  Response plan = rest.Get("/plan");
+  if (plan.status != 200 || !plan.body.is_object()) return std::nullopt;
+  Response switches = rest.Get("/switches");
+  if (switches.status != 200 || !switches.body.is_object()) return std::nullopt;
+  FleetReport r;
+  r.plan_version = plan.body.value("version", int64_t{0});
+  r.plan_jobs =
+      plan.body.contains("jobs") && plan.body["jobs"].is_array() ? plan.body["jobs"].size() : 0;
+  r.admission_plan = absl::StartsWith(plan.body.value("fingerprint", std::string()), "admitted:");
+  r.solve_ms = plan.body.value("solve_ms", 0.0);
+  for (const Json& s : switches.body["switches"]) {
+    if (!s.value("managed", false)) continue;
+    r.managed++;
+    const std::string error = s.value("last_error", std::string());
+    const int64_t applied = s.value("applied_version", int64_t{0});
+    const int64_t contact = s.value("last_contact_ms", int64_t{0});
+    if (applied == r.plan_version && error.empty() && contact >= since_unix_ms &&
+        s.value("primary", false)) {
+      r.reconciled++;
+    } else if (r.first_lagging.empty()) {
+      r.first_lagging =
+          absl::StrCat(s.value("id", std::string()), " applied ", applied, " of plan ",
+                       r.plan_version, ", contact ", contact, " (since ", since_unix_ms,
+                       "), primary ", s.value("primary", false), ", error \"", error, "\"");
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<FleetReport> AwaitFleetReconciled(Rest& rest, int64_t since_unix_ms,
+                                                 absl::Duration timeout, int jobs,
+                                                 absl::Duration poll) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string last = "no answer";
+  while (absl::Now() < deadline) {
+    if (auto r = ReportFleet(rest, since_unix_ms)) {
+      if (r->admission_plan) {
+        last = absl::StrCat("plan ", r->plan_version, " is an admission plan");
+      } else if (jobs >= 0 && r->plan_jobs != static_cast<size_t>(jobs)) {
+        last = absl::StrCat("plan ", r->plan_version, " holds ", r->plan_jobs, " jobs of ", jobs);
+      } else if (r->managed > 0 && r->reconciled == r->managed) {
+        return *r;
+      } else {
+        last = absl::StrCat(r->reconciled, " of ", r->managed, " switches reconciled; ",
+                            r->first_lagging);
+      }
+    }
+    absl::SleepFor(poll);
+  }
+  return absl::DeadlineExceededError(absl::StrCat("fleet not reconciled: ", last));
 }
 
 std::vector<Json> AllJobs(Rest& rest) {

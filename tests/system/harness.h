@@ -132,6 +132,15 @@ class EmulatedFabric {
   // The process of one switch (nullptr for an unknown id).
   ChildProcess* process(const std::string& switch_id);
 
+  // Instead of Start, for fabrics of hundreds or thousands of switches: one
+  // `inac switch --listen 127.0.0.1:0 --devices N` serving every switch of `topology` (device ids
+  // 1..N in topology order, all behind the one address), its log in dir/switches.log. Not to be
+  // mixed with Start on the same object (KillAndRestart and process() know only Start's
+  // switches).
+  absl::Status StartShared(core::Topology* topology, const std::string& dir);
+  // The process of StartShared (nullptr before).
+  ChildProcess* shared_process() { return shared_.get(); }
+
  private:
   struct Member {
     std::string address;
@@ -140,6 +149,7 @@ class EmulatedFabric {
     std::unique_ptr<ChildProcess> process;
   };
   std::map<std::string, Member> members_;
+  std::unique_ptr<ChildProcess> shared_;
 };
 
 class ControllerProcess {
@@ -243,6 +253,39 @@ std::optional<ControllerView> FetchView(Rest& rest);
 // Returns the view it converged on, or DeadlineExceeded with the last difference.
 absl::StatusOr<ControllerView> AwaitConverged(Rest& rest, SwitchReader& reader,
                                               absl::Duration timeout, int jobs = -1);
+
+// Like CompareFabric, reading the switches from `threads` threads at once (each with its own
+// SwitchReader): for fabrics of hundreds of switches. "" when all match.
+std::string CompareFabricParallel(const core::Topology& topology,
+                                  const std::map<std::string, core::SwitchIntent>& intents,
+                                  int threads);
+
+// What a controller's GET /plan and GET /switches say about its fleet at one instant.
+struct FleetReport {
+  int64_t plan_version = 0;
+  size_t plan_jobs = 0;
+  bool admission_plan = false;  // fingerprint "admitted:...": its re-plan is still to come
+  double solve_ms = 0;          // the plan's planning time
+  int managed = 0;
+  // Managed switches this controller reconciled to plan_version in a visit that contacted the
+  // switch at or after `since_unix_ms`, as primary, without error.
+  int reconciled = 0;
+  std::string first_lagging;  // one switch that is not (id and why), for messages
+};
+// One GET /plan and one GET /switches; nullopt when either is not 200.
+std::optional<FleetReport> ReportFleet(Rest& rest, int64_t since_unix_ms);
+
+// Polls ReportFleet every `poll` until the plan is final, holds `jobs` jobs (any number when
+// negative) and every managed switch is reconciled since `since_unix_ms` (see FleetReport). It
+// reads no switch: the switches' records are the controller's own (a visit confirms a version
+// only after its read-back and writes succeeded: server/switch_fleet.h), and `since_unix_ms` rules
+// out records a previous leader left in the store. DeadlineExceeded with the last lagging switch.
+absl::StatusOr<FleetReport> AwaitFleetReconciled(Rest& rest, int64_t since_unix_ms,
+                                                 absl::Duration timeout, int jobs = -1,
+                                                 absl::Duration poll = absl::Milliseconds(100));
+
+// The wall clock in Unix ms (the controllers' clock for last_contact_ms).
+int64_t UnixMs();
 
 // Every job of a controller, all pages of GET /jobs (stops at the first non-200 page).
 std::vector<Json> AllJobs(Rest& rest);
