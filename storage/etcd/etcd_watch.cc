@@ -84,6 +84,7 @@ bool EtcdWatch::RunStream() {
         break;
       }
       int64_t seen = 0;
+      bool resume_here = true;
       if (response.events_size() > 0) {
         events.assign(response.events().begin(), response.events().end());
         seen = events.back().kv().mod_revision();
@@ -91,9 +92,13 @@ bool EtcdWatch::RunStream() {
         // A progress notification (or the creation of a watch from "now"): caught up to here.
         events.clear();
         seen = response.header().revision();
+        // The answer to RequestProgress (watch id -1) of etcd before 3.4.25 and 3.5.8 can run
+        // ahead of events still queued for this watch: it may advance revision(), never the
+        // point a new stream resumes from.
+        resume_here = response.watch_id() != -1;
       }
       if (seen <= 0 || (seen <= revision_.load() && events.empty())) continue;
-      next_revision_ = seen + 1;
+      if (resume_here) next_revision_ = seen + 1;
       revision_ = seen;
       if (options_.on_events) options_.on_events(events, seen);
     }

@@ -16,7 +16,11 @@
 // events (the watch's creation when started "now", a progress notification), the store revision
 // of its header: etcd sends those only when the watcher has caught up. RequestProgress asks etcd
 // for one at once, so that an owner waiting for "seen up to R" (its own write, at revision R, may
-// touch no key of the range) does not wait for the next event.
+// touch no key of the range) does not wait for the next event. Caveat: etcd before 3.4.25 / 3.5.8
+// (Debian 12 ships 3.4.23) can answer RequestProgress with a revision whose events are still
+// queued for the watch; such an answer advances `revision` but never the point a broken stream
+// resumes from, so no event is lost -- an owner that must have applied a revision's events
+// counts them itself (storage/etcd/kv_mirror.h, WaitForApplied).
 //
 // Thread safety: RequestProgress and Stop may be called from any thread; the callbacks run on the
 // watch thread, one at a time; Stop must not be called from a callback.
