@@ -173,9 +173,13 @@ absl::StatusOr<Controller::PlannedJobs> Controller::PlanJobs(
     request.options = PlannerOptionsOf();
     auto admitted = scheduler::AdmitJobs(request);
     if (!admitted.ok()) return admitted.status();
+    spdlog::info("event=admission kept={} admitted={} removed={} full={}", admitted->kept.size(),
+                 admitted->admitted.size(), admitted->removed.size(), admitted->full);
     planned.plan = admitted->output.plan;
     planned.admission = std::move(*admitted);
   } else {
+    spdlog::info("event=full_plan reason={}",
+                 previous == nullptr ? "no plan in force" : "not incremental");
     auto plan = ComputePlan(topology, placeable, previous);
     if (!plan.ok()) return plan.status();
     planned.plan = std::move(*plan);

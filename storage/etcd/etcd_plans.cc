@@ -25,6 +25,7 @@
 #include "core/json.h"
 #include "core/plan.h"
 #include "core/status.h"
+#include "spdlog/spdlog.h"
 #include "storage/etcd/etcd_storage_impl.h"
 #include "storage/store_rules.h"
 
@@ -126,7 +127,15 @@ EtcdStorage::Impl::~Impl() { mirror_->Stop(); }
 absl::StatusOr<std::optional<core::Snapshot>> EtcdStorage::Impl::MirrorSnapshot() {
   // Read-your-writes: the mirror must hold this node's last committed write (and have listed).
   // After a timeout, later passes read directly without waiting until the mirror moves again.
-  const int64_t want = std::max<int64_t>(last_write_revision_.load(), 1);
+  int64_t want = std::max<int64_t>(last_write_revision_.load(), 1);
+  // A new leader reads nothing older than its own election: everything its predecessor wrote
+  // precedes the leader key's create revision (the token), and the epoch the new leader stores
+  // right after (server/cluster_node.h) is a key of the mirrored meta/, so the mirror does reach
+  // it. Without this, a first pass right after the election can read a mirror still behind the
+  // old leader's last plan, find it half applied, and plan anew.
+  if (o_.leader_token) {
+    if (std::optional<int64_t> token = o_.leader_token()) want = std::max(want, *token);
+  }
   const int64_t stalled = mirror_stalled_at_.load();
   if (stalled >= 0 && mirror_->applied_revision() == stalled &&
       mirror_->applied_revision() < want) {
@@ -207,9 +216,10 @@ absl::StatusOr<core::Snapshot> EtcdStorage::Impl::ReadSnapshot() {
   if (ReplicatedVersion() > local_version) {
     absl::MutexLock l(&plan_mu_);
     INAC_ASSIGN_OR_RETURN(bool imported, ImportIfNewer(local_version));
-    if (imported) {
-      INAC_ASSIGN_OR_RETURN(local, local_->ReadSnapshot());
-    }
+    (void)imported;
+    // Read again whether or not this call imported: another reader (Latest) may have imported
+    // the same plan a moment before, and the local snapshot above predates it.
+    INAC_ASSIGN_OR_RETURN(local, local_->ReadSnapshot());
   }
   snap.plan = std::move(local.plan);
   snap.intents = std::move(local.intents);
@@ -264,19 +274,28 @@ absl::StatusOr<std::optional<EtcdStorage::Impl::Replicated>> EtcdStorage::Impl::
   });
   if (meta_value.empty()) return std::optional<Replicated>();
   auto meta = DecodeMeta(meta_value);
-  if (!meta.ok()) return std::optional<Replicated>();  // treated as absent (a foreign format)
+  if (!meta.ok()) {  // treated as absent (a foreign format)
+    spdlog::warn("event=replicated_plan_unreadable error=\"{}\"", meta.status().ToString());
+    return std::optional<Replicated>();
+  }
   Replicated out;
   out.plan = std::move(meta->plan);
   out.created_ms = meta->created_ms;
   for (const auto& [id, stamp] : meta->jobs) {
     auto it = values.find(id);
     if (it == values.end() || PlanStamp(it->second) != stamp) {
-      return std::optional<Replicated>();  // half written: not the plan meta describes
+      // Half written: not the plan meta describes.
+      spdlog::info("event=replicated_plan_incomplete version={} job={} reason={}", out.plan.version,
+                   id, it == values.end() ? "missing" : "stamp");
+      return std::optional<Replicated>();
     }
     auto parsed = ParseStored(it->second, "job plan");
-    if (!parsed.ok()) return std::optional<Replicated>();
-    auto job = core::JobPlanFromJson(*parsed);
-    if (!job.ok() || job->job_id != id) return std::optional<Replicated>();
+    auto job = parsed.ok() ? core::JobPlanFromJson(*parsed) : parsed.status();
+    if (!job.ok() || job->job_id != id) {
+      spdlog::warn("event=replicated_plan_unreadable job={} error=\"{}\"", id,
+                   job.ok() ? "another job's plan" : job.status().ToString());
+      return std::optional<Replicated>();
+    }
     out.plan.jobs.push_back(*std::move(job));
   }
   if (topology) {
@@ -287,6 +306,10 @@ absl::StatusOr<std::optional<EtcdStorage::Impl::Replicated>> EtcdStorage::Impl::
 }
 
 absl::StatusOr<bool> EtcdStorage::Impl::ImportIfNewer(int64_t local_version) {
+  // The caller's local version may predate another import (plan_mu_ serialises them).
+  INAC_ASSIGN_OR_RETURN(std::optional<core::PlanRecord> current, local_->plans().Latest());
+  if (current) local_version = std::max(local_version, current->plan.version);
+  if (ReplicatedVersion() <= local_version) return false;
   int64_t meta_mod = 0;
   INAC_ASSIGN_OR_RETURN(std::optional<Replicated> replicated,
                         ReadReplicated(rejected_meta_mod_, &meta_mod));
@@ -295,12 +318,22 @@ absl::StatusOr<bool> EtcdStorage::Impl::ImportIfNewer(int64_t local_version) {
     rejected_meta_mod_ = meta_mod;
     return false;
   }
-  if (replicated->plan.version <= local_version || !replicated->topology) return false;
+  if (replicated->plan.version <= local_version || !replicated->topology) {
+    spdlog::info("event=replicated_plan_not_imported version={} local_version={} topology={}",
+                 replicated->plan.version, local_version, replicated->topology.has_value());
+    return false;
+  }
   std::vector<core::SwitchIntent> intents =
       core::DeriveSwitchIntents(replicated->topology->topology, replicated->plan);
   auto saved = local_->plans().Save(replicated->plan, intents, replicated->created_ms, {});
-  if (absl::IsFailedPrecondition(saved.status())) return false;  // a newer local plan meanwhile
+  if (absl::IsFailedPrecondition(saved.status())) {  // a newer local plan meanwhile
+    spdlog::info("event=replicated_plan_not_imported version={} error=\"{}\"",
+                 replicated->plan.version, saved.status().ToString());
+    return false;
+  }
   INAC_RETURN_IF_ERROR(saved.status());
+  spdlog::info("event=replicated_plan_imported version={} jobs={}", replicated->plan.version,
+               replicated->plan.jobs.size());
   return true;
 }
 
@@ -310,7 +343,7 @@ absl::StatusOr<std::optional<core::PlanRecord>> EtcdStorage::Impl::LatestPlan() 
   if (ReplicatedVersion() <= local_version) return latest;
   absl::MutexLock l(&plan_mu_);
   INAC_ASSIGN_OR_RETURN(bool imported, ImportIfNewer(local_version));
-  if (!imported) return latest;
+  (void)imported;  // read again either way: another reader may have imported meanwhile
   return local_->plans().Latest();
 }
 

@@ -26,9 +26,8 @@
 // WaitForApplied(R) does not trust progress notifications: it returns once the mirror applied a
 // list at a revision >= R or an event of the range (kept or not) with mod revision >= R -- the
 // way to wait for a write known to touch the range (read-your-writes). Prefer it: on those etcd
-// versions a progress notification that ran ahead, followed by a stream break, makes EtcdWatch
-// resume after events it never delivered (etcd_watch.h resumes from the last revision reported),
-// so a production path should not request progress.
+// versions a progress notification may run ahead of queued events, so a production path should
+// not rely on it (EtcdWatch never resumes past an event it did not deliver, etcd_watch.h).
 //
 // Change notification. changes() counts the applied batches that changed a kept key (and the
 // lists); `on_change` (optional) runs on the mirror thread after each of them, outside the lock.
