@@ -1,9 +1,6 @@
 #include "server/cluster_node.h"
 
 #include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,52 +60,6 @@ class FencedSwitchClient final : public southbound::SwitchClient {
   std::function<std::optional<int64_t>()> fence_;
   int64_t token_;
 };
-
-// What a TCP connect to `url`'s host and port says within `timeout_ms`.
-enum class Probe { kAnswered, kRefused, kUnknown };
-Probe ProbePort(const std::string& url, int timeout_ms) {
-  std::string rest = url;
-  if (size_t scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
-  rest = rest.substr(0, rest.find('/'));
-  std::string host, port;
-  if (!rest.empty() && rest[0] == '[') {  // [v6]:port
-    size_t close = rest.find(']');
-    if (close == std::string::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
-      return Probe::kUnknown;
-    }
-    host = rest.substr(1, close - 1);
-    port = rest.substr(close + 2);
-  } else {
-    size_t colon = rest.rfind(':');
-    if (colon == std::string::npos) return Probe::kUnknown;
-    host = rest.substr(0, colon);
-    port = rest.substr(colon + 1);
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
-    return Probe::kUnknown;
-  }
-  Probe result = Probe::kUnknown;
-  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    int rc = connect(fd, found->ai_addr, found->ai_addrlen);
-    int error = rc == 0 ? 0 : errno;
-    if (error == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      if (poll(&p, 1, timeout_ms) == 1) {
-        socklen_t len = sizeof(error);
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = EIO;
-      }
-    }
-    if (error == 0) result = Probe::kAnswered;
-    if (error == ECONNREFUSED) result = Probe::kRefused;
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return result;
-}
 
 // The mirror file: {"epoch": N}. 0 when absent or unreadable.
 int64_t ReadEpochFile(const std::string& path) {
@@ -199,7 +150,13 @@ void ClusterNode::Start(const std::string& url,
   election.on_lost = std::move(on_lost);
   election.on_leader_value = [this](const std::string& value) { SeeEpoch(EpochOf(value)); };
   if (config_.probe_leader) {
-    election.leader_gone = [this](const std::string& value) { return LeaderGone(value); };
+    election.leader_gone = [this](const std::string& value) {
+      if (!probe_.Gone(value)) return false;
+      core::Json j = core::Json::parse(value, nullptr, false);
+      spdlog::warn("event=cluster_leader_gone node={} leader={} action=revoke_lease",
+                   config_.node_id, j.is_object() ? j.value("node_id", std::string()) : "");
+      return true;
+    };
   }
   election_ = std::make_unique<storage::etcd::LeaderElection>(client_.get(), std::move(election));
   election_ptr_.store(election_.get());
@@ -270,32 +227,6 @@ int64_t ClusterNode::seen_epoch() const {
 southbound::ElectionId ClusterNode::election_id() const {
   absl::MutexLock l(&mu_);
   return election_id_;
-}
-
-bool ClusterNode::LeaderGone(const std::string& value) {
-  if (value != probe_value_) {
-    probe_value_ = value;
-    probe_answered_ = false;
-    probe_refusals_ = 0;
-  }
-  core::Json j = core::Json::parse(value, nullptr, false);
-  if (!j.is_object()) return false;
-  switch (ProbePort(j.value("url", std::string()), 100)) {
-    case Probe::kAnswered:
-      probe_answered_ = true;
-      probe_refusals_ = 0;
-      return false;
-    case Probe::kRefused:
-      // Only a port seen answering counts: a wrong advertise URL must not depose a live leader.
-      if (!probe_answered_ || ++probe_refusals_ < 2) return false;
-      spdlog::warn("event=cluster_leader_gone node={} leader={} action=revoke_lease",
-                   config_.node_id, j.value("node_id", std::string()));
-      return true;
-    case Probe::kUnknown:
-      probe_refusals_ = 0;  // no answer is not a refusal: the TTL decides
-      return false;
-  }
-  return false;
 }
 
 std::optional<int64_t> ClusterNode::LeaderToken() const {

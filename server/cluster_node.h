@@ -13,10 +13,11 @@
 // goes back; the mirrors of the nodes that saw later leaders do not), and a switch always
 // prefers the newest leader. The token alone keeps the storage fence.
 // Followers serve reads; writes are refused by the REST layer with the leader's URL (NotLeader).
-// A follower probes the leader it sees (a TCP connect to its URL's port every 100 ms); when the
-// port that answered before refuses twice in a row, the leader's process is gone and its lease is
-// revoked at once (storage/etcd/leader_election.h) -- a crashed leader is replaced in well under
-// its TTL. `inac serve` closes its port only after it revoked its lease (cli/cmd_serve.cc).
+// A follower probes the leader it sees (server/leader_probe.h: a TCP connect to its URL's port
+// every 100 ms); when the port that answered before refuses twice in a row, the leader's process
+// is gone and its lease is revoked at once (storage/etcd/leader_election.h) -- a crashed leader is
+// replaced in well under its TTL. `inac serve` closes its port only after it revoked its lease
+// (cli/cmd_serve.cc).
 //
 // Thread safety: every method may be called from any thread after Create.
 #pragma once
@@ -31,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/stores.h"
+#include "server/leader_probe.h"
 #include "server/services.h"
 #include "server/switch_fleet.h"
 #include "southbound/switch_session.h"
@@ -118,9 +120,6 @@ class ClusterNode {
   absl::StatusOr<int64_t> TakeEpoch(const std::string& url);
   // Records `epoch` in the mirror when it is above what it holds.
   void SeeEpoch(int64_t epoch);
-  // Followers: whether the leader of `value` is certainly gone (its port refused twice after it
-  // answered once).
-  bool LeaderGone(const std::string& value);
 
   ClusterConfig config_;
   std::unique_ptr<storage::etcd::EtcdClient> client_;
@@ -130,10 +129,7 @@ class ClusterNode {
   mutable absl::Mutex mu_;
   southbound::ElectionId election_id_ ABSL_GUARDED_BY(mu_);
   int64_t seen_epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  // Election thread only: the probe's state.
-  std::string probe_value_;
-  bool probe_answered_ = false;
-  int probe_refusals_ = 0;
+  LeaderProbe probe_;  // election thread only
   std::unique_ptr<storage::etcd::EtcdStorage> storage_;
 };
 

@@ -59,9 +59,9 @@ std::shared_ptr<EtcdClient::Stubs> EtcdClient::StubsOf(size_t index) {
 
 std::string EtcdClient::current_endpoint() const { return endpoints_[Pick()].address; }
 
-void EtcdClient::SetDeadline(grpc::ClientContext* context) const {
-  context->set_deadline(std::chrono::system_clock::now() +
-                        absl::ToChronoMilliseconds(options_.rpc_timeout));
+void EtcdClient::SetDeadline(grpc::ClientContext* context, absl::Duration timeout) const {
+  if (timeout <= absl::ZeroDuration()) timeout = options_.rpc_timeout;
+  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
   // Fail fast on a member that is down instead of waiting out the deadline for a connection...
   // but give a restarting member the dial timeout.
   context->set_wait_for_ready(false);
@@ -130,10 +130,10 @@ absl::StatusOr<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t 
   return response;
 }
 
-absl::Status EtcdClient::LeaseRevoke(int64_t lease_id) {
+absl::Status EtcdClient::LeaseRevoke(int64_t lease_id, absl::Duration timeout) {
   size_t index = Pick();
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, timeout);
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id);
   etcdserverpb::LeaseRevokeResponse response;

@@ -51,7 +51,9 @@ class EtcdClient {
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
 
   absl::StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(int64_t ttl_s);
-  absl::Status LeaseRevoke(int64_t lease_id);
+  // `timeout` > 0 replaces the per-call timeout (a follower revoking a dead leader's lease while
+  // etcd elects a new Raft leader retries sooner than rpc_timeout).
+  absl::Status LeaseRevoke(int64_t lease_id, absl::Duration timeout = absl::ZeroDuration());
   // One keep-alive round trip (a LeaseKeepAlive stream with one request and one response).
   // Returns the lease's new TTL in seconds; <= 0 when the lease no longer exists.
   absl::StatusOr<int64_t> LeaseKeepAlive(int64_t lease_id);
@@ -80,7 +82,8 @@ class EtcdClient {
   static std::shared_ptr<Stubs> Connect(const std::string& address);
   // Converts a failed call's status; moves to the next endpoint on a transport error.
   absl::Status Failed(size_t index, const grpc::Status& status, const char* what);
-  void SetDeadline(grpc::ClientContext* context) const;
+  void SetDeadline(grpc::ClientContext* context,
+                   absl::Duration timeout = absl::ZeroDuration()) const;
 
   EtcdClientOptions options_;
   absl::Mutex mu_;

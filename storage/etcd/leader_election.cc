@@ -242,7 +242,9 @@ void LeaderElection::ProbeLeader() {
   if (!options_.leader_gone(value)) return;
   // The leader's process is gone: end its lease now rather than after its TTL. etcd deletes the
   // key, the watch wakes every follower.
-  if (client_->LeaseRevoke(lease).ok()) wake_ = true;
+  // A short deadline: while etcd itself elects a Raft leader (it may have died with ours), the
+  // call cannot commit; the next probe retries, likely on another member.
+  if (client_->LeaseRevoke(lease, absl::Milliseconds(300)).ok()) wake_ = true;
 }
 
 void LeaderElection::Campaign(int64_t lease) {
