@@ -33,7 +33,7 @@ using systest::Json;
 
 constexpr int kK = 32;           // fat-tree arity: 5k²/4 = 1,280 switches, k³/4 = 8,192 hosts
 constexpr int kJobs = 128;       // 2 workers + 1 PS each, on distinct hosts across the pods
-constexpr int kLeaseTtlS = 3;    // as tests/ha/ha_test.cc
+constexpr int kLeaseTtlS = 3;    // as tests/ha/ha_fixture.h
 constexpr int kReadThreads = 8;  // the verification read-back (outside the timings)
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
