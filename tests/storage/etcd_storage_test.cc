@@ -25,21 +25,14 @@
 #include "storage/etcd/leader_election.h"
 #include "storage/sqlite_storage.h"
 #include "tests/ha/etcd_cluster.h"
+#include "tests/storage/etcd_fixture.h"
 #include "tests/storage/test_util.h"
 
 namespace inac::storage::etcd {
 namespace {
 
-class EtcdStorageTest : public ::testing::Test {
+class EtcdStorageTest : public OneMemberEtcdTest {
  protected:
-  void SetUp() override {
-    if (inac::testing::FindEtcdBinary().empty()) GTEST_SKIP() << "no etcd binary";
-    absl::Status s = cluster_.Start(1);
-    ASSERT_TRUE(s.ok()) << s;
-    auto client = EtcdClient::Create({cluster_.endpoint_list()});
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-  }
   std::unique_ptr<EtcdStorage> Open(std::function<std::optional<int64_t>()> token) {
     auto local = SqliteStorage::Open(":memory:");
     EXPECT_TRUE(local.ok());
@@ -82,9 +75,6 @@ class EtcdStorageTest : public ::testing::Test {
     }
     for (auto& t : threads) t.join();
   }
-
-  inac::testing::EtcdCluster cluster_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 // A leader token that is slow to read (the fence is read when a transaction is built), so that

@@ -24,21 +24,14 @@
 #include "tests/fixtures/sample_jobs.h"
 #include "tests/fixtures/sample_topologies.h"
 #include "tests/ha/etcd_cluster.h"
+#include "tests/storage/etcd_fixture.h"
 #include "tests/storage/test_util.h"
 
 namespace inac::storage::etcd {
 namespace {
 
-class EtcdWarmStandbyTest : public ::testing::Test {
+class EtcdWarmStandbyTest : public OneMemberEtcdTest {
  protected:
-  void SetUp() override {
-    if (inac::testing::FindEtcdBinary().empty()) GTEST_SKIP() << "no etcd binary";
-    absl::Status s = cluster_.Start(1);
-    ASSERT_TRUE(s.ok()) << s;
-    auto client = EtcdClient::Create({cluster_.endpoint_list()});
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-  }
   std::unique_ptr<EtcdStorage> Open(std::function<std::optional<int64_t>()> token = nullptr) {
     auto local = SqliteStorage::Open(":memory:");
     EXPECT_TRUE(local.ok());
@@ -103,9 +96,6 @@ class EtcdWarmStandbyTest : public ::testing::Test {
     }
     return std::nullopt;
   }
-
-  inac::testing::EtcdCluster cluster_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 TEST_F(EtcdWarmStandbyTest, AnotherNodeImportsTheLeadersPlanWithItsFingerprintAndIntents) {

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "storage/etcd/etcd_client.h"
 #include "tests/ha/etcd_cluster.h"
+#include "tests/storage/etcd_fixture.h"
 
 namespace inac::storage::etcd {
 namespace {
@@ -63,40 +64,7 @@ struct Seen {
   }
 };
 
-class EtcdWatchTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (inac::testing::FindEtcdBinary().empty()) GTEST_SKIP() << "no etcd binary";
-    absl::Status s = cluster_.Start(1);
-    ASSERT_TRUE(s.ok()) << s;
-    auto client = EtcdClient::Create({cluster_.endpoint_list(), absl::Seconds(2)});
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-  }
-  int64_t Put(const std::string& key, const std::string& value) {
-    etcdserverpb::TxnRequest txn;
-    auto* put = txn.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(value);
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      auto r = client_->Txn(txn);
-      if (r.ok()) return r->header().revision();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "put " << key << " never committed";
-    return 0;
-  }
-  int64_t Delete(const std::string& key) {
-    etcdserverpb::TxnRequest txn;
-    txn.add_success()->mutable_request_delete_range()->set_key(key);
-    auto r = client_->Txn(txn);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->header().revision() : 0;
-  }
-
-  inac::testing::EtcdCluster cluster_;
-  std::unique_ptr<EtcdClient> client_;
-};
+class EtcdWatchTest : public OneMemberEtcdTest {};
 
 TEST_F(EtcdWatchTest, DeliversThePrefixInOrderAndNothingOutsideIt) {
   Seen seen;

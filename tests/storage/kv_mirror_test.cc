@@ -18,36 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "storage/etcd/etcd_client.h"
 #include "tests/ha/etcd_cluster.h"
+#include "tests/storage/etcd_fixture.h"
 
 namespace inac::storage::etcd {
 namespace {
 
-class KvMirrorTest : public ::testing::Test {
+class KvMirrorTest : public OneMemberEtcdTest {
  protected:
-  void SetUp() override {
-    if (inac::testing::FindEtcdBinary().empty()) GTEST_SKIP() << "no etcd binary";
-    absl::Status s = cluster_.Start(1);
-    ASSERT_TRUE(s.ok()) << s;
-    auto client = EtcdClient::Create({cluster_.endpoint_list(), absl::Seconds(2)});
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-  }
-  int64_t Put(const std::string& key, const std::string& value) {
-    etcdserverpb::TxnRequest txn;
-    auto* put = txn.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(value);
-    auto r = client_->Txn(txn);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->header().revision() : 0;
-  }
-  int64_t Delete(const std::string& key) {
-    etcdserverpb::TxnRequest txn;
-    txn.add_success()->mutable_request_delete_range()->set_key(key);
-    auto r = client_->Txn(txn);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->header().revision() : 0;
-  }
   // key -> (value, mod revision) of every key with `prefix`, read directly.
   std::map<std::string, std::pair<std::string, int64_t>> Fresh(const std::string& prefix) {
     etcdserverpb::RangeRequest r;
@@ -73,9 +50,6 @@ class KvMirrorTest : public ::testing::Test {
     o.range_end = PrefixEnd(prefix);
     return o;
   }
-
-  inac::testing::EtcdCluster cluster_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 TEST_F(KvMirrorTest, ListPlusWatchEqualsAFreshReadAfterRandomPutsAndDeletes) {
